@@ -1,0 +1,46 @@
+# Public entry points: `make demo` and `make test` set up everything they need on a fresh
+# machine with Python 3.11+, Java 17+ and Maven; `make bench` and `make lint` for developers.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+PYTEST_ARGS ?=
+
+.PHONY: demo test unit integration bench lint env fetch clean
+
+$(BIN)/python:
+	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "aa needs Python 3.11+: set PYTHON=python3.11"'
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@touch $(STAMP)
+
+env: $(STAMP)
+
+fetch: env
+	$(BIN)/aa dev fetch --spark
+
+demo: fetch
+	$(BIN)/aa demo
+
+test: fetch
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+unit: env
+	$(BIN)/python -m pytest -m unit $(PYTEST_ARGS)
+
+integration: fetch
+	$(BIN)/python -m pytest -m integration $(PYTEST_ARGS)
+
+bench: fetch
+	$(BIN)/python -m bench.run
+
+lint: env
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,104 @@
+"""`aa dev`: local development clusters (up, down, status, fetch)."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+from typing import Any
+
+from aa.dev import artifacts, cluster
+
+
+def register(sub: Any) -> None:
+    dev = sub.add_parser("dev", help="run real local Kafka clusters, one per DC")
+    dev.add_argument(
+        "--home",
+        type=Path,
+        default=None,
+        help="state folder (default: $AA_DEV_HOME or ~/.local/state/aa/dev)",
+    )
+    dsub = dev.add_subparsers(dest="dev_command", metavar="ACTION", required=True)
+
+    p = dsub.add_parser("up", help="fetch Kafka if needed and start one cluster per DC")
+    p.add_argument(
+        "--dcs",
+        default=",".join(cluster.DEFAULT_DCS),
+        help="comma-separated DC names (default: SF,NYC,LON)",
+    )
+    p.add_argument("--base-port", type=int, default=cluster.DEFAULT_BASE_PORT)
+    p.add_argument("--port-step", type=int, default=cluster.DEFAULT_PORT_STEP)
+    p.add_argument("--heap", default=cluster.DEFAULT_HEAP, help="JVM heap per broker")
+    p.add_argument("--timeout", type=float, default=90.0, help="seconds to wait for health")
+    p.set_defaults(func=_up)
+
+    p = dsub.add_parser("down", help="stop the brokers `aa dev up` started")
+    p.add_argument("--dcs", default="", help="only these DCs (default: all)")
+    p.add_argument("--wipe", action="store_true", help="also delete their data and logs")
+    p.set_defaults(func=_down)
+
+    p = dsub.add_parser("status", help="show each DC's broker and whether it answers")
+    p.set_defaults(func=_status)
+
+    p = dsub.add_parser("fetch", help="resolve Kafka, MirrorMaker 2 (and Spark's Kafka source)")
+    p.add_argument("--refresh", action="store_true", help="fetch again even if cached")
+    p.add_argument(
+        "--spark",
+        action="store_true",
+        help="also fetch Spark's Kafka source for the installed PySpark",
+    )
+    p.set_defaults(func=_fetch)
+
+
+def _root(args: argparse.Namespace) -> Path:
+    return args.home.expanduser() if args.home else cluster.state_root()
+
+
+def _names(raw: str) -> list[str]:
+    return [n for n in (part.strip() for part in raw.split(",")) if n]
+
+
+def _up(args: argparse.Namespace) -> int:
+    root = _root(args)
+    planned = cluster.plan(
+        _names(args.dcs), root, base_port=args.base_port, port_step=args.port_step
+    )
+    began = time.monotonic()
+    results = cluster.up(planned, heap=args.heap, timeout=args.timeout)
+    took = time.monotonic() - began
+    for c, started in results:
+        state = "started" if started else "already running"
+        print(f"{c.name:<8} {c.bootstrap:<22} {state:<16} logs: {c.log_dir}")
+    print(f"{len(results)} cluster(s) healthy in {took:.1f}s")
+    return 0
+
+
+def _down(args: argparse.Namespace) -> int:
+    stopped = cluster.down(_root(args), _names(args.dcs) or None, wipe=args.wipe)
+    print(
+        f"stopped: {', '.join(stopped) or 'nothing was running'}"
+        + (" (data wiped)" if args.wipe else "")
+    )
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    rows = cluster.status(_root(args))
+    if not rows:
+        print("no local clusters: run `aa dev up`")
+        return 1
+    for s in rows:
+        pid = str(s.pid) if s.pid else "-"
+        print(f"{s.cluster.name:<8} {s.cluster.bootstrap:<22} pid {pid:<8} {s.detail}")
+    return 0 if all(s.healthy for s in rows) else 1
+
+
+def _fetch(args: argparse.Namespace) -> int:
+    jars = artifacts.fetch(artifacts.kafka_artifacts(), refresh=args.refresh)
+    print(f"kafka {artifacts.KAFKA_VERSION}: {len(jars)} jars in {jars[0].parent}")
+    if args.spark:
+        from aa.dev.spark import spark_kafka_jars
+
+        sjars = spark_kafka_jars(refresh=args.refresh)
+        print(f"spark kafka source: {len(sjars)} jars in {sjars[0].parent}")
+    return 0

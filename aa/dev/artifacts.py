@@ -1,0 +1,178 @@
+"""Fetch Java artifacts with Maven into aa's cache, and check the cache before using it.
+
+Every artifact set is described by a small POM shipped in ``aa/dev/resources``; Maven resolves
+it from the user's configured repositories and ``dependency:copy-dependencies`` copies the jars
+into ``<cache>/<set>/lib``. A ``manifest.json`` written last marks a complete fetch and lists
+every jar with its size, so a truncated or deleted jar is found before a JVM fails obscurely.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+import orjson
+
+from aa.errors import DevClusterError
+
+KAFKA_VERSION = "3.9.2"
+"""Kafka 3.9.x: the newest line that still accepts the old protocol versions aiokafka 0.14
+speaks (Kafka 4.0 removed many of them, KIP-896) and runs KRaft without ZooKeeper."""
+SCALA_BINARY = "2.13"
+MANIFEST = "manifest.json"
+
+
+def cache_root() -> Path:
+    """``$AA_CACHE_DIR``, else ``$XDG_CACHE_HOME/aa``, else ``~/.cache/aa``."""
+    if env := os.environ.get("AA_CACHE_DIR"):
+        return Path(env).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "aa"
+
+
+@dataclass(frozen=True, slots=True)
+class ArtifactSet:
+    """One POM's worth of jars in the cache."""
+
+    name: str
+    pom_resource: str
+    substitutions: tuple[tuple[str, str], ...]
+
+    @property
+    def home(self) -> Path:
+        return cache_root() / self.name
+
+    @property
+    def lib(self) -> Path:
+        return self.home / "lib"
+
+    def pom_text(self) -> str:
+        text = resources.files("aa.dev").joinpath("resources", self.pom_resource).read_text()
+        for key, value in self.substitutions:
+            text = text.replace(f"@{key}@", value)
+        return text
+
+
+def kafka_artifacts(version: str = KAFKA_VERSION) -> ArtifactSet:
+    return ArtifactSet(f"kafka-{version}", "kafka-pom.xml", (("KAFKA_VERSION", version),))
+
+
+def spark_kafka_artifacts(spark_version: str, scala: str = SCALA_BINARY) -> ArtifactSet:
+    return ArtifactSet(
+        f"spark-kafka-{spark_version}_{scala}",
+        "spark-kafka-pom.xml",
+        (("SPARK_VERSION", spark_version), ("SCALA_VERSION", scala)),
+    )
+
+
+def find_tool(name: str, env_var: str, hint: str) -> str:
+    """The path of a required executable, or a ``DevClusterError`` saying how to get it."""
+    explicit = os.environ.get(env_var)
+    if explicit:
+        if Path(explicit).is_file() and os.access(explicit, os.X_OK):
+            return explicit
+        raise DevClusterError(f"{env_var}={explicit!r} is not an executable file: fix or unset it")
+    if name == "java" and (java_home := os.environ.get("JAVA_HOME")):
+        candidate = Path(java_home) / "bin" / "java"
+        if candidate.is_file():
+            return str(candidate)
+    found = shutil.which(name)
+    if not found:
+        raise DevClusterError(f"`{name}` was not found on PATH: {hint} (or set {env_var})")
+    return found
+
+
+def java_executable() -> str:
+    """The ``java`` to run brokers with; it must be Java 17 or newer."""
+    java = find_tool(
+        "java", "AA_JAVA", "install a Java 17+ runtime, e.g. `apt-get install openjdk-17-jre`"
+    )
+    out = subprocess.run([java, "-version"], capture_output=True, text=True, check=False)
+    match = re.search(r'version "(\d+)(?:\.(\d+))?', out.stderr + out.stdout)
+    if not match:
+        raise DevClusterError(f"could not read the version of {java}: {out.stderr.strip()!r}")
+    major = int(match.group(1))
+    if major == 1 and match.group(2):
+        major = int(match.group(2))
+    if major < 17:
+        raise DevClusterError(
+            f"{java} is Java {major}; Kafka {KAFKA_VERSION} needs Java 17+: install it and put it "
+            "first on PATH or set JAVA_HOME"
+        )
+    return java
+
+
+def check(artifacts: ArtifactSet) -> list[Path]:
+    """The jars of a complete, intact fetch; raise ``DevClusterError`` naming what is wrong."""
+    manifest_path = artifacts.home / MANIFEST
+    fix = f"run `aa dev fetch --refresh` (or delete {artifacts.home})"
+    try:
+        manifest = orjson.loads(manifest_path.read_bytes())
+        jars: dict[str, int] = manifest["jars"]
+    except FileNotFoundError:
+        raise DevClusterError(f"{artifacts.name} is not fetched yet: run `aa dev fetch`") from None
+    except (orjson.JSONDecodeError, KeyError, TypeError):
+        raise DevClusterError(f"the cache manifest {manifest_path} is corrupt: {fix}") from None
+    paths = []
+    for name, size in sorted(jars.items()):
+        path = artifacts.lib / name
+        if not path.is_file():
+            raise DevClusterError(f"the cache is corrupt: {path} is missing: {fix}")
+        if path.stat().st_size != size or not zipfile.is_zipfile(path):
+            raise DevClusterError(f"the cache is corrupt: {path} is truncated or damaged: {fix}")
+        paths.append(path)
+    if not paths:
+        raise DevClusterError(f"the cache manifest {manifest_path} lists no jars: {fix}")
+    return paths
+
+
+def fetch(artifacts: ArtifactSet, *, refresh: bool = False) -> list[Path]:
+    """Resolve ``artifacts`` with Maven unless a complete copy is cached; return its jars.
+
+    A half-finished earlier fetch (no manifest) is fetched again; a complete but damaged cache
+    is an error unless ``refresh`` is set, so a broken disk does not go unnoticed.
+    """
+    if not refresh and (artifacts.home / MANIFEST).exists():
+        return check(artifacts)
+    mvn = find_tool("mvn", "AA_MVN", "install Apache Maven 3.6+, e.g. `apt-get install maven`")
+    artifacts.home.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=artifacts.home.parent, prefix=".fetch-") as tmp:
+        work = Path(tmp)
+        (work / "pom.xml").write_text(artifacts.pom_text())
+        lib = work / "lib"
+        cmd = [
+            mvn,
+            "-B",
+            "-q",
+            "-f",
+            str(work / "pom.xml"),
+            "dependency:copy-dependencies",
+            f"-DoutputDirectory={lib}",
+            "-DincludeScope=runtime",
+        ]
+        done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        if done.returncode != 0 or not lib.is_dir():
+            tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-15:])
+            raise DevClusterError(
+                f"Maven could not resolve {artifacts.name} (exit {done.returncode}); check that "
+                f"Maven can reach its repository (settings.xml, proxy):\n{tail}"
+            )
+        jars = {p.name: p.stat().st_size for p in sorted(lib.glob("*.jar"))}
+        (work / MANIFEST).write_bytes(orjson.dumps({"set": artifacts.name, "jars": jars}))
+        if artifacts.home.exists():
+            shutil.rmtree(artifacts.home)
+        work.rename(artifacts.home)
+        # TemporaryDirectory's cleanup tolerates the folder having moved away.
+        work.mkdir()
+    return check(artifacts)
+
+
+def classpath(jars: list[Path]) -> str:
+    return os.pathsep.join(str(p) for p in jars)

@@ -1,0 +1,54 @@
+"""structlog, configured once: JSON lines for services, readable output in a terminal."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from typing import Any
+
+import structlog
+
+_configured = False
+
+
+def configure(*, json: bool | None = None, level: str | None = None) -> None:
+    """Configure structlog and stdlib logging. Idempotent; later calls may switch the format.
+
+    ``json=None`` picks JSON unless stderr is a terminal; ``AA_LOG_FORMAT=json|console`` and
+    ``AA_LOG_LEVEL`` override the defaults.
+    """
+    global _configured
+    env_format = os.environ.get("AA_LOG_FORMAT")
+    if json is None:
+        json = env_format == "json" if env_format else not sys.stderr.isatty()
+    level_name = (level or os.environ.get("AA_LOG_LEVEL") or "INFO").upper()
+    numeric = logging.getLevelNamesMapping().get(level_name, logging.INFO)
+    processors: list[Any] = [
+        structlog.contextvars.merge_contextvars,
+        structlog.processors.add_log_level,
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+        structlog.processors.StackInfoRenderer(),
+        structlog.processors.format_exc_info,
+    ]
+    renderer: Any = (
+        structlog.processors.JSONRenderer()
+        if json
+        else structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())
+    )
+    structlog.configure(
+        processors=[*processors, renderer],
+        wrapper_class=structlog.make_filtering_bound_logger(numeric),
+        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        cache_logger_on_first_use=False,
+    )
+    # aiokafka logs through stdlib logging; keep it quiet unless asked.
+    logging.basicConfig(level=max(numeric, logging.WARNING), stream=sys.stderr)
+    _configured = True
+
+
+def get_logger(name: str, **bound: Any) -> Any:
+    """A structlog logger bound to ``component=name`` and ``bound``."""
+    if not _configured:
+        configure()
+    return structlog.get_logger(name).bind(component=name, **bound)

@@ -1,0 +1,183 @@
+"""Provenance headers: the names and their encoding, defined once.
+
+Every record aa forwards carries:
+
+* ``aa-origin`` — the DC where an application first wrote the record. A record without it was
+  written locally by an application, so its origin is the DC it is read from.
+* ``aa-path``   — the DCs the record has been written in, origin first, comma separated
+  (``SF,NYC``). A flow A→B appends B. A record whose path names a DC twice has looped.
+* ``aa-src``    — ``dc/topic/partition/offset`` of the record in its origin DC; it identifies the
+  record across DCs (offset translation, reconciliation) and is never rewritten once set.
+
+Values are UTF-8. Decoding is strict: anything malformed raises :class:`ProvenanceError`, and the
+caller decides whether to stop or dead-letter; nothing here drops data.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from aa.errors import ProvenanceError
+
+ORIGIN = "aa-origin"
+PATH = "aa-path"
+SRC = "aa-src"
+PROVENANCE_HEADERS = frozenset({ORIGIN, PATH, SRC})
+PREFIX = "aa-"
+
+DC_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,31}$")
+"""A DC name: a letter, then letters, digits, ``_`` or ``-``; at most 32 characters. No ``.``
+(the default prefix separator), ``,`` (the path separator) or ``/`` (the src separator)."""
+
+Headers = Sequence[tuple[str, bytes]]
+
+
+def check_dc_name(name: str) -> str:
+    """Return ``name`` if it is a valid DC name, else raise ``ValueError`` with the rule."""
+    if not DC_NAME.match(name):
+        raise ValueError(
+            f"invalid DC name {name!r}: use a letter followed by up to 31 letters, digits, "
+            "'_' or '-' (for example SF, NYC, eu-west_1)"
+        )
+    return name
+
+
+@dataclass(frozen=True, slots=True)
+class SourceRef:
+    """Where a record was first written: DC, topic, partition, offset."""
+
+    dc: str
+    topic: str
+    partition: int
+    offset: int
+
+    def encode(self) -> bytes:
+        return f"{self.dc}/{self.topic}/{self.partition}/{self.offset}".encode()
+
+    @classmethod
+    def decode(cls, raw: bytes) -> SourceRef:
+        text = _text(SRC, raw)
+        parts = text.split("/")
+        if len(parts) != 4:
+            raise ProvenanceError(f"header {SRC}={text!r}: expected dc/topic/partition/offset")
+        dc, topic, partition, offset = parts
+        if not DC_NAME.match(dc) or not topic:
+            raise ProvenanceError(f"header {SRC}={text!r}: bad DC or empty topic")
+        try:
+            p, o = int(partition), int(offset)
+        except ValueError:
+            raise ProvenanceError(
+                f"header {SRC}={text!r}: partition and offset must be integers"
+            ) from None
+        if p < 0 or o < 0:
+            raise ProvenanceError(f"header {SRC}={text!r}: negative partition or offset")
+        return cls(dc, topic, p, o)
+
+    def __str__(self) -> str:
+        return f"{self.dc}/{self.topic}/{self.partition}/{self.offset}"
+
+
+@dataclass(frozen=True, slots=True)
+class Provenance:
+    """The provenance of one record as read from its headers.
+
+    ``origin`` is ``None`` and ``path`` empty for a record an application wrote locally.
+    """
+
+    origin: str | None
+    path: tuple[str, ...]
+    src: SourceRef | None
+
+    @property
+    def is_local(self) -> bool:
+        return self.origin is None
+
+    @property
+    def looped(self) -> bool:
+        """True when the path names some DC twice: the record crossed back into a DC it left."""
+        return len(set(self.path)) != len(self.path)
+
+    def has_visited(self, dc: str) -> bool:
+        return dc == self.origin or dc in self.path
+
+    def forwarded(self, source_dc: str, target_dc: str, src: SourceRef) -> Provenance:
+        """The provenance a copy into ``target_dc`` carries.
+
+        A local record gets ``origin=source_dc``, ``path=(source_dc, target_dc)`` and ``src``; a
+        record that already had provenance keeps its origin and src and gets ``target_dc`` added.
+        """
+        if self.origin is None:
+            return Provenance(source_dc, (source_dc, target_dc), src)
+        path = self.path or (self.origin,)
+        return Provenance(self.origin, (*path, target_dc), self.src or src)
+
+    def headers(self) -> list[tuple[str, bytes]]:
+        out: list[tuple[str, bytes]] = []
+        if self.origin is not None:
+            out.append((ORIGIN, self.origin.encode()))
+        if self.path:
+            out.append((PATH, ",".join(self.path).encode()))
+        if self.src is not None:
+            out.append((SRC, self.src.encode()))
+        return out
+
+
+LOCAL = Provenance(None, (), None)
+
+
+def _text(name: str, raw: bytes | None) -> str:
+    if raw is None:
+        raise ProvenanceError(f"header {name} has no value")
+    try:
+        return bytes(raw).decode("utf-8")
+    except UnicodeDecodeError:
+        raise ProvenanceError(f"header {name} is not UTF-8: {bytes(raw)[:32]!r}") from None
+
+
+def _dc(name: str, text: str) -> str:
+    if not DC_NAME.match(text):
+        raise ProvenanceError(f"header {name}={text!r} is not a DC name")
+    return text
+
+
+def read(headers: Iterable[tuple[str, bytes | None]] | None) -> Provenance:
+    """Read the provenance of a record from its headers; raise ``ProvenanceError`` if malformed.
+
+    Headers other than ``aa-*`` are ignored. A repeated ``aa-*`` header is malformed.
+    """
+    origin: str | None = None
+    path: tuple[str, ...] = ()
+    src: SourceRef | None = None
+    seen: set[str] = set()
+    for key, value in headers or ():
+        if not key.startswith(PREFIX) or key not in PROVENANCE_HEADERS:
+            continue
+        if key in seen:
+            raise ProvenanceError(f"header {key} appears more than once")
+        seen.add(key)
+        if key == ORIGIN:
+            origin = _dc(ORIGIN, _text(ORIGIN, value))
+        elif key == PATH:
+            text = _text(PATH, value)
+            path = tuple(_dc(PATH, part) for part in text.split(","))
+        else:
+            src = SourceRef.decode(value if value is not None else b"")
+    if origin is None and (path or src is not None):
+        raise ProvenanceError(f"{PATH} or {SRC} present without {ORIGIN}")
+    if origin is not None and path and path[0] != origin:
+        raise ProvenanceError(f"{PATH} must start with the origin {origin!r}, got {path!r}")
+    return Provenance(origin, path, src)
+
+
+def strip(headers: Iterable[tuple[str, bytes]] | None) -> list[tuple[str, bytes]]:
+    """The application's own headers: everything but the provenance headers."""
+    return [(k, v) for k, v in headers or () if k not in PROVENANCE_HEADERS]
+
+
+def with_provenance(
+    headers: Iterable[tuple[str, bytes]] | None, provenance: Provenance
+) -> list[tuple[str, bytes]]:
+    """The application's headers, in order, followed by ``provenance``'s headers."""
+    return [*strip(headers), *provenance.headers()]

@@ -1,0 +1,1 @@
+"""Event envelope, hybrid logical clock, resolvers and the converged view."""

@@ -1,0 +1,1 @@
+"""PySpark jobs that prove the DCs converged, and repair them when they did not."""

@@ -1,0 +1,118 @@
+"""Test harness: real Kafka clusters per DC, unique names, backends chosen by the environment.
+
+``AA_TEST_BACKEND`` picks where the brokers come from:
+
+* ``local`` (default) — the product launcher (`aa dev up`) starts one KRaft broker per DC on free
+  ports in a temporary folder, once per session, and stops them at the end;
+* ``testcontainers`` — one Kafka container per DC, where a Docker engine runs;
+* ``external`` — running clusters named by ``AA_TEST_BOOTSTRAP="SF=host:9092,NYC=...,LON=..."``
+  (for example the ones `aa dev up` started: fast iteration while developing).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from aa.dev import cluster as devcluster
+
+DCS = ("SF", "NYC", "LON")
+
+
+@dataclass(frozen=True, slots=True)
+class DcCluster:
+    """A DC's cluster as tests see it."""
+
+    name: str
+    bootstrap: str
+
+
+def _free_ports(n: int) -> list[int]:
+    socks, ports = [], []
+    for _ in range(n):
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        socks.append(s)
+        ports.append(s.getsockname()[1])
+    for s in socks:
+        s.close()
+    return ports
+
+
+def start_local_clusters(names: tuple[str, ...], root: Path) -> list[devcluster.DevCluster]:
+    """Start one broker per name on free ports under ``root`` with the product launcher."""
+    ports = _free_ports(2 * len(names))
+    specs = [
+        devcluster.DevCluster(name, ports[2 * i], ports[2 * i + 1], root / name)
+        for i, name in enumerate(names)
+    ]
+    devcluster.up(specs, heap="384m")
+    return specs
+
+
+@pytest.fixture(scope="session")
+def dc_clusters(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, DcCluster]]:
+    backend = os.environ.get("AA_TEST_BACKEND", "local")
+    if backend == "external":
+        raw = os.environ.get("AA_TEST_BOOTSTRAP", "")
+        pairs = dict(part.split("=", 1) for part in raw.split(",") if "=" in part)
+        missing = [dc for dc in DCS if dc not in pairs]
+        if missing:
+            pytest.fail(f"AA_TEST_BOOTSTRAP lacks {missing}: set e.g. SF=127.0.0.1:19092,...")
+        yield {dc: DcCluster(dc, pairs[dc]) for dc in DCS}
+    elif backend == "testcontainers":
+        from testcontainers.kafka import KafkaContainer
+
+        containers = [KafkaContainer().with_kraft() for _ in DCS]
+        for c in containers:
+            c.start()
+        try:
+            pairs = zip(DCS, containers, strict=True)
+            yield {dc: DcCluster(dc, c.get_bootstrap_server()) for dc, c in pairs}
+        finally:
+            for c in containers:
+                c.stop()
+    elif backend == "local":
+        root = tmp_path_factory.mktemp("aa-dev")
+        specs = start_local_clusters(DCS, root)
+        try:
+            yield {s.name: DcCluster(s.name, s.bootstrap) for s in specs}
+        finally:
+            devcluster.down(root)
+    else:
+        pytest.fail(f"AA_TEST_BACKEND={backend!r}: use local, testcontainers or external")
+
+
+@pytest.fixture
+def cluster_factory(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Callable[..., list[devcluster.DevCluster]]]:
+    """Dedicated local clusters a test may stop and restart (failover drills); always local."""
+    roots: list[Path] = []
+
+    def make(*names: str) -> list[devcluster.DevCluster]:
+        root = tmp_path_factory.mktemp("aa-own")
+        roots.append(root)
+        return start_local_clusters(tuple(names), root)
+
+    yield make
+    for root in roots:
+        devcluster.down(root)
+
+
+@pytest.fixture
+def unique_name(request: pytest.FixtureRequest) -> Callable[[str], str]:
+    """``unique_name("users")`` -> ``users-test_foo-1a2b3c4d``: never shared between tests."""
+    test = re.sub(r"[^A-Za-z0-9_-]", "_", request.node.name)[:40]
+
+    def make(hint: str) -> str:
+        return f"{hint}-{test}-{uuid.uuid4().hex[:8]}"
+
+    return make

@@ -1,0 +1,145 @@
+"""Small async helpers for tests: create topics, produce records, consume them back."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+
+
+@dataclass(frozen=True, slots=True)
+class Rec:
+    """A record to produce."""
+
+    key: bytes | None
+    value: bytes | None
+    headers: Sequence[tuple[str, bytes]] = field(default_factory=tuple)
+    partition: int | None = None
+    timestamp_ms: int | None = None
+
+
+async def create_topic(
+    bootstrap: str,
+    name: str,
+    partitions: int = 1,
+    config: Mapping[str, str] | None = None,
+) -> str:
+    """Create ``name`` and wait until its metadata shows every partition."""
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    await admin.start()
+    try:
+        await admin.create_topics([NewTopic(name, partitions, 1, topic_configs=dict(config or {}))])
+    finally:
+        await admin.close()
+    await wait_for_partitions(bootstrap, name, partitions)
+    return name
+
+
+async def wait_for_partitions(
+    bootstrap: str, topic: str, partitions: int, timeout: float = 30.0
+) -> None:
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap)
+    await consumer.start()
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            parts = await consumer._client.fetch_all_metadata()
+            if len(parts.partitions_for_topic(topic) or ()) >= partitions:
+                return
+            if time.monotonic() > deadline:
+                raise AssertionError(
+                    f"topic {topic} has no {partitions} partitions after {timeout}s"
+                )
+            await asyncio.sleep(0.1)
+    finally:
+        await consumer.stop()
+
+
+async def produce(bootstrap: str, topic: str, records: Iterable[Rec], **producer_kw: Any) -> None:
+    """Produce ``records`` (pipelined) and wait until all are acknowledged."""
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5, **producer_kw)
+    await producer.start()
+    try:
+        futures = [
+            await producer.send(
+                topic,
+                key=r.key,
+                value=r.value,
+                headers=list(r.headers),
+                partition=r.partition,
+                timestamp_ms=r.timestamp_ms,
+            )
+            for r in records
+        ]
+        await asyncio.gather(*futures)
+    finally:
+        await producer.stop()
+
+
+async def consume_all(
+    bootstrap: str,
+    topic: str,
+    *,
+    count: int,
+    timeout: float = 30.0,
+    isolation_level: str = "read_uncommitted",
+    settle: float = 0.0,
+) -> list[Any]:
+    """Read ``topic`` from the beginning until ``count`` records arrived; return them.
+
+    With ``settle`` > 0, keep reading that many more seconds after reaching ``count`` so that
+    unexpected extra records (duplicates) are seen too. Raises ``AssertionError`` on timeout.
+    """
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=bootstrap,
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        isolation_level=isolation_level,
+    )
+    await consumer.start()
+    try:
+        parts = consumer.partitions_for_topic(topic)
+        if not parts:
+            await consumer._client.force_metadata_update()
+            parts = consumer.partitions_for_topic(topic) or set()
+        consumer.assign([TopicPartition(topic, p) for p in sorted(parts)])
+        await consumer.seek_to_beginning()
+        out: list[Any] = []
+        deadline = time.monotonic() + timeout
+        settle_until: float | None = None
+        while True:
+            batch = await consumer.getmany(timeout_ms=200)
+            for records in batch.values():
+                out.extend(records)
+            now = time.monotonic()
+            if len(out) >= count and settle_until is None:
+                settle_until = now + settle
+            if settle_until is not None and now >= settle_until:
+                return out
+            if now > deadline:
+                raise AssertionError(
+                    f"{topic}@{bootstrap}: got {len(out)} of {count} records in {timeout}s"
+                )
+    finally:
+        await consumer.stop()
+
+
+async def eventually(
+    check: Any, *, timeout: float = 30.0, interval: float = 0.2, message: str = "condition"
+) -> Any:
+    """Poll ``check`` (sync or async callable) until it returns a truthy value, with a deadline."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = check()
+        if asyncio.iscoroutine(result):
+            result = await result
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{message} not reached within {timeout}s (last: {result!r})")
+        await asyncio.sleep(interval)

@@ -1,0 +1,92 @@
+"""The launcher and the harness against real brokers."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from aa.dev import cluster
+from aa.errors import DevClusterError
+from tests.conftest import DcCluster
+from tests.helpers.kafka import Rec, consume_all, create_topic, produce
+
+pytestmark = pytest.mark.integration
+
+
+async def test_headers_survive_a_round_trip(
+    dc_clusters: dict[str, DcCluster], unique_name: object
+) -> None:
+    sf = dc_clusters["SF"].bootstrap
+    topic = await create_topic(sf, unique_name("roundtrip"), partitions=2)  # type: ignore[operator]
+    headers = [("trace", b"\x00\x01binary"), ("aa-origin", b"SF"), ("trace", b"again")]
+    await produce(
+        sf, topic, [Rec(b"k1", b"v1", headers, partition=1, timestamp_ms=1_700_000_000_000)]
+    )
+    [rec] = await consume_all(sf, topic, count=1)
+    assert (rec.key, rec.value, rec.partition, rec.timestamp) == (
+        b"k1",
+        b"v1",
+        1,
+        1_700_000_000_000,
+    )
+    assert list(rec.headers) == headers
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _aa(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "aa.cli.main", "dev", "--home", str(home), *args],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+
+
+def test_dev_up_status_down_cli(tmp_path: Path) -> None:
+    port = _free_port()
+    up = _aa(tmp_path, "up", "--dcs", "EDGE", "--base-port", str(port))
+    assert up.returncode == 0, up.stderr
+    assert f"EDGE     127.0.0.1:{port}" in up.stdout
+    assert "started" in up.stdout
+    [c] = cluster.load(tmp_path)
+    first_pid = cluster.pid_of(c)
+    try:
+        again = _aa(tmp_path, "up", "--dcs", "EDGE", "--base-port", str(port))
+        assert again.returncode == 0, again.stderr
+        assert "already running" in again.stdout
+        assert cluster.pid_of(c) == first_pid  # no duplicate broker
+
+        status = _aa(tmp_path, "status")
+        assert status.returncode == 0
+        assert "healthy" in status.stdout
+    finally:
+        down = _aa(tmp_path, "down", "--wipe")
+    assert down.returncode == 0, down.stderr
+    assert "stopped: EDGE" in down.stdout
+    assert first_pid is not None
+    assert (
+        not Path(f"/proc/{first_pid}").exists()
+        or b"kafka.Kafka" not in Path(f"/proc/{first_pid}/cmdline").read_bytes()
+    )
+    assert not (tmp_path / "EDGE").exists()
+
+
+def test_broker_that_cannot_start_shows_its_log(tmp_path: Path) -> None:
+    port = _free_port()
+    spec = cluster.DevCluster("BAD", port, port + 1, tmp_path / "BAD")
+    spec.home.mkdir(parents=True)
+    # A data dir that is a file: the broker fails at start-up with a message in its log.
+    spec.data_dir.write_text("not a directory")
+    with pytest.raises(DevClusterError, match="BAD"):
+        cluster.up([spec], timeout=60)
+    cluster.down(tmp_path)
