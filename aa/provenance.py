@@ -8,6 +8,9 @@ Every record aa forwards carries:
   (``SF,NYC``). A flow A→B appends B. A record whose path names a DC twice has looped.
 * ``aa-src``    — ``dc/topic/partition/offset`` of the record in its origin DC; it identifies the
   record across DCs (offset translation, reconciliation) and is never rewritten once set.
+* ``aa-ts``     — milliseconds since the epoch when the last mirror hop produced the copy (the
+  record keeps its original CreateTime, so this is what replication delay is measured from).
+  Rewritten at every hop; ignored by :func:`read`.
 
 Values are UTF-8. Decoding is strict: anything malformed raises :class:`ProvenanceError`, and the
 caller decides whether to stop or dead-letter; nothing here drops data.
@@ -24,7 +27,10 @@ from aa.errors import ProvenanceError
 ORIGIN = "aa-origin"
 PATH = "aa-path"
 SRC = "aa-src"
+MIRRORED_AT = "aa-ts"
 PROVENANCE_HEADERS = frozenset({ORIGIN, PATH, SRC})
+MIRROR_HEADERS = PROVENANCE_HEADERS | {MIRRORED_AT}
+"""Every header the mirror owns: stripped from the application's headers and set anew."""
 PREFIX = "aa-"
 
 DC_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,31}$")
@@ -172,8 +178,8 @@ def read(headers: Iterable[tuple[str, bytes | None]] | None) -> Provenance:
 
 
 def strip(headers: Iterable[tuple[str, bytes]] | None) -> list[tuple[str, bytes]]:
-    """The application's own headers: everything but the provenance headers."""
-    return [(k, v) for k, v in headers or () if k not in PROVENANCE_HEADERS]
+    """The application's own headers: everything but the headers the mirror owns."""
+    return [(k, v) for k, v in headers or () if k not in MIRROR_HEADERS]
 
 
 def with_provenance(

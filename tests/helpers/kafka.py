@@ -103,14 +103,17 @@ async def consume_all(
     )
     await consumer.start()
     try:
+        deadline = time.monotonic() + timeout
         parts = consumer.partitions_for_topic(topic)
-        if not parts:
+        while not parts:  # the topic may not exist yet (a mirror creates it)
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{topic}@{bootstrap}: topic not found in {timeout}s")
+            await asyncio.sleep(0.2)
             await consumer._client.force_metadata_update()
-            parts = consumer.partitions_for_topic(topic) or set()
+            parts = consumer.partitions_for_topic(topic)
         consumer.assign([TopicPartition(topic, p) for p in sorted(parts)])
         await consumer.seek_to_beginning()
         out: list[Any] = []
-        deadline = time.monotonic() + timeout
         settle_until: float | None = None
         while True:
             batch = await consumer.getmany(timeout_ms=200)

@@ -1,0 +1,145 @@
+"""Typed wrappers over aiokafka's admin client: topics, partitions, configs.
+
+aiokafka's admin calls return raw protocol responses and do not raise on per-topic errors;
+these helpers turn them into values and domain errors, once, for the mirror, `aa plan` and the
+tools.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
+
+from aiokafka.admin import AIOKafkaAdminClient, NewPartitions, NewTopic
+from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
+
+from aa.errors import AaError
+
+TOPIC_ALREADY_EXISTS = 36
+UNKNOWN_TOPIC_OR_PARTITION = 3
+DYNAMIC_TOPIC_CONFIG = 1  # DescribeConfigs config_source: set on the topic itself
+
+
+class AdminError(AaError):
+    """A cluster refused an admin request; the message names the cluster, topic and reason."""
+
+
+@dataclass(frozen=True, slots=True)
+class TopicInfo:
+    name: str
+    partitions: int
+    internal: bool
+
+
+class ClusterAdmin:
+    """One admin connection to one DC's cluster. Use as ``async with ClusterAdmin(...)``."""
+
+    def __init__(self, dc: str, **client_kwargs: Any) -> None:
+        self.dc = dc
+        self._client = AIOKafkaAdminClient(**client_kwargs)
+        self._started = False
+
+    async def start(self) -> None:
+        if not self._started:
+            await self._client.start()
+            self._started = True
+
+    async def close(self) -> None:
+        if self._started:
+            self._started = False
+            await self._client.close()
+
+    async def __aenter__(self) -> ClusterAdmin:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    async def topics(self) -> dict[str, TopicInfo]:
+        """Every topic with its partition count (internal topics flagged)."""
+        out = {}
+        for t in await self._client.describe_topics():
+            if t["error_code"] == 0:
+                out[t["topic"]] = TopicInfo(t["topic"], len(t["partitions"]), t["is_internal"])
+        return out
+
+    async def brokers(self) -> int:
+        return len((await self._client.describe_cluster())["brokers"])
+
+    async def create_topics(
+        self,
+        topics: Iterable[tuple[str, int, Mapping[str, str]]],
+        replication_factor: int | None = None,
+    ) -> list[str]:
+        """Create ``(name, partitions, configs)``; return the names created (existing: skipped).
+
+        ``replication_factor=None`` means min(3, brokers in the cluster).
+        """
+        todo = list(topics)
+        if not todo:
+            return []
+        rf = replication_factor or min(3, await self.brokers())
+        new = [NewTopic(n, p, rf, topic_configs=dict(c)) for n, p, c in todo]
+        resp = (await self._client.create_topics(new)).to_object()
+        created = []
+        for err in resp["topic_errors"]:
+            code = err["error_code"]
+            if code == 0:
+                created.append(err["topic"])
+            elif code != TOPIC_ALREADY_EXISTS:
+                raise AdminError(
+                    f"{self.dc}: creating topic {err['topic']} failed (error {code}): "
+                    f"{err['error_message']}"
+                )
+        return created
+
+    async def add_partitions(self, topic: str, total: int) -> None:
+        try:
+            await self._client.create_partitions({topic: NewPartitions(total)})
+        except Exception as exc:  # aiokafka raises its own error classes
+            raise AdminError(
+                f"{self.dc}: raising {topic} to {total} partitions failed: {exc}"
+            ) from exc
+
+    async def topic_configs(self, topics: Iterable[str]) -> dict[str, dict[str, str]]:
+        """The configs set on each topic itself (not broker defaults)."""
+        names = list(topics)
+        if not names:
+            return {}
+        resources = [ConfigResource(ConfigResourceType.TOPIC, n) for n in names]
+        out: dict[str, dict[str, str]] = {}
+        for resp in await self._client.describe_configs(resources):
+            for res in resp.to_object()["resources"]:
+                if res["error_code"] != 0:
+                    continue  # the topic vanished meanwhile; the next sync sees it
+                out[res["resource_name"]] = {
+                    e["config_names"]: e["config_value"]
+                    for e in res["config_entries"]
+                    if e.get("config_source") == DYNAMIC_TOPIC_CONFIG
+                    and e["config_value"] is not None
+                }
+        return out
+
+    async def set_topic_configs(self, topic: str, configs: Mapping[str, str]) -> None:
+        """Replace the topic's dynamic configs with ``configs`` (AlterConfigs semantics)."""
+        resource = ConfigResource(ConfigResourceType.TOPIC, topic, configs=dict(configs))
+        for resp in await self._client.alter_configs([resource]):
+            for res in resp.to_object()["resources"]:
+                if res["error_code"] != 0:
+                    raise AdminError(
+                        f"{self.dc}: altering configs of {topic} failed (error "
+                        f"{res['error_code']}): {res['error_message']}"
+                    )
+
+    async def delete_topics(self, topics: Iterable[str]) -> None:
+        await self._client.delete_topics(list(topics))
+
+    @property
+    def raw(self) -> AIOKafkaAdminClient:
+        """The aiokafka client, for calls not wrapped here (groups, offsets)."""
+        return self._client

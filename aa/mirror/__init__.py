@@ -1,0 +1,1 @@
+"""The mirror: flows that copy records from one DC's cluster to another's."""

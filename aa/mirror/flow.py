@@ -1,0 +1,356 @@
+"""One flow A→B: consume from A, route each record, produce to B, and commit A's offsets only
+after B acknowledged every record before them (at-least-once).
+
+Pipeline: the fetch loop turns each ``getmany`` batch into a :class:`Pending` (the send futures
+and the offsets they advance) and puts it on a bounded queue — that bound is the backpressure;
+the commit loop settles pendings in order and commits. A record the target refuses stops the
+flow before its offset is committed, or is dead-lettered when ``on_error`` says so; nothing is
+skipped silently.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener, TopicPartition
+from aiokafka.errors import CommitFailedError, IllegalStateError, MessageSizeTooLargeError
+
+from aa.admin import ClusterAdmin
+from aa.errors import AaError
+from aa.logs import get_logger
+from aa.mirror.settings import FlowSettings
+from aa.mirror.topics import TopicSync
+from aa.mirror.types import Malformed, Router, Skip
+from aa.observe.metrics import Metrics
+from aa.provenance import MIRRORED_AT, SRC
+
+DEAD_LETTER_REASON = "aa-dlq-reason"
+
+
+class FlowError(AaError):
+    """The flow cannot go on; ``retriable`` says whether a restart may help."""
+
+    def __init__(self, message: str, *, kind: str, retriable: bool) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.retriable = retriable
+
+
+@dataclass(slots=True)
+class Pending:
+    """One fetched batch on its way to the target."""
+
+    offsets: dict[TopicPartition, int] = field(default_factory=dict)
+    sends: list[tuple[asyncio.Future[Any], Any, str]] = field(default_factory=list)
+    copied: Counter[str] = field(default_factory=Counter)
+    bytes: Counter[str] = field(default_factory=Counter)
+    timestamps: list[int] = field(default_factory=list)
+    malformed: FlowError | None = None
+
+
+class _OnRevoke(ConsumerRebalanceListener):  # type: ignore[misc]  # aiokafka is untyped
+    def __init__(self, flow: MirrorFlow) -> None:
+        self._flow = flow
+
+    async def on_partitions_revoked(self, revoked: Any) -> None:
+        await self._flow.drain()
+
+    async def on_partitions_assigned(self, assigned: Any) -> None:
+        self._flow.log.info("partitions_assigned", partitions=len(assigned))
+
+
+class MirrorFlow:
+    """Copies the records of one ordered DC pair. ``run`` returns when ``stop`` is set."""
+
+    def __init__(self, settings: FlowSettings, router: Router, metrics: Metrics) -> None:
+        self.settings = settings
+        self.router = router
+        self.metrics = metrics
+        self.log = get_logger("aa.mirror", flow=settings.name)
+        self._queue: asyncio.Queue[Pending | None] = asyncio.Queue(settings.max_inflight_batches)
+        self._ready: dict[TopicPartition, int] = {}
+        self._consumer: AIOKafkaConsumer | None = None
+        self._producer: AIOKafkaProducer | None = None
+        self._topics: TopicSync | None = None
+        self._committer: asyncio.Task[None] | None = None
+        self._labels = {"source": settings.source, "target": settings.target}
+        self.copied_total = 0
+
+    async def run(self, stop: asyncio.Event) -> None:
+        s = self.settings
+        async with contextlib.AsyncExitStack() as stack:
+            source_admin = await stack.enter_async_context(
+                ClusterAdmin(s.source, **s.source_client)
+            )
+            target_admin = await stack.enter_async_context(
+                ClusterAdmin(s.target, **s.target_client)
+            )
+            self._topics = TopicSync(
+                source_admin,
+                target_admin,
+                self.router,
+                s.config_exclude,
+                dead_letter_topic=s.dead_letter_topic if s.on_error == "dead-letter" else None,
+            )
+            if s.topic_sync:
+                await self._topics.sync()
+            self._producer = AIOKafkaProducer(
+                **s.target_client,
+                acks="all",
+                enable_idempotence=True,
+                linger_ms=s.linger_ms,
+                max_batch_size=s.batch_size,
+                compression_type=s.compression,
+                request_timeout_ms=s.request_timeout_ms,
+            )
+            await self._producer.start()
+            stack.push_async_callback(self._producer.stop)
+            self._consumer = AIOKafkaConsumer(
+                **s.source_client,
+                group_id=s.group_id,
+                enable_auto_commit=False,
+                auto_offset_reset="earliest",
+                isolation_level="read_committed",
+                fetch_max_bytes=s.fetch_max_bytes,
+                max_partition_fetch_bytes=s.max_partition_fetch_bytes,
+                metadata_max_age_ms=int(s.topic_sync_interval_s * 1000),
+            )
+            await self._consumer.start()
+            stack.push_async_callback(self._consumer.stop)
+            self._consumer.subscribe(pattern=self.router.subscription(), listener=_OnRevoke(self))
+            self.metrics.up.labels(**self._labels).set(1)
+            self.log.info("flow_started", group=s.group_id, pattern=self.router.subscription())
+            try:
+                async with asyncio.TaskGroup() as tg:
+                    self._committer = tg.create_task(self._commit_loop())
+                    if s.topic_sync:
+                        tg.create_task(self._sync_loop(stop))
+                    await self._fetch_loop(stop)
+                    await self._queue.put(None)
+            finally:
+                self.metrics.up.labels(**self._labels).set(0)
+        self.log.info("flow_stopped", copied=self.copied_total)
+
+    # -- fetch side -------------------------------------------------------------------------
+
+    async def _fetch_loop(self, stop: asyncio.Event) -> None:
+        assert self._consumer is not None
+        while not stop.is_set():
+            batch = await self._consumer.getmany(
+                timeout_ms=200, max_records=self.settings.max_poll_records
+            )
+            if not batch:
+                continue
+            pending = await self._forward(batch)
+            await self._queue.put(pending)
+            if pending.malformed is not None:
+                await self.drain()
+                raise pending.malformed
+
+    async def _forward(self, batch: dict[TopicPartition, list[Any]]) -> Pending:
+        assert self._producer is not None
+        assert self._consumer is not None
+        s, router, send = self.settings, self.router, self._producer.send
+        pending = Pending()
+        stamp = [(MIRRORED_AT, str(int(time.time() * 1000)).encode())]
+        skipped: Counter[tuple[str, str]] = Counter()
+        for tp, records in batch.items():
+            target = await self._target_topic(tp.topic)
+            if target is None:
+                skipped[(tp.topic, "not-routed")] += len(records)
+                pending.offsets[tp] = records[-1].offset + 1
+                continue
+            parts = self._topics.partitions.get(target, 0) if self._topics else 0
+            partition = tp.partition if tp.partition < parts else None
+            nbytes = forwarded = 0
+            for r in records:
+                route = router.route(tp.topic, tp.partition, r.offset, r.headers)
+                if type(route) is list:
+                    fut = await send(target, r.value, r.key, partition, r.timestamp, route + stamp)
+                    pending.sends.append((fut, r, target))
+                    nbytes += len(r.value or b"") + len(r.key or b"")
+                    forwarded += 1
+                elif isinstance(route, Skip):
+                    skipped[(tp.topic, route.reason)] += 1
+                elif isinstance(route, Malformed):
+                    if s.on_error == "fail":
+                        pending.offsets[tp] = r.offset  # commit up to, not past, the bad one
+                        pending.malformed = FlowError(
+                            f"{s.name}: malformed provenance headers in {tp.topic}/"
+                            f"{tp.partition}@{r.offset}: {route.error}; the flow stops before "
+                            "this record (set on_error: dead-letter to route such records to "
+                            f"{s.dead_letter_topic} in {s.target})",
+                            kind="malformed-headers",
+                            retriable=False,
+                        )
+                        break
+                    fut = await self._dead_letter(r, tp, f"malformed-headers: {route.error}")
+                    pending.sends.append((fut, r, s.dead_letter_topic))
+                    self.metrics.dead_lettered.labels(
+                        **self._labels, topic=tp.topic, reason="malformed-headers"
+                    ).inc()
+            else:
+                pending.offsets[tp] = records[-1].offset + 1
+                pending.copied[tp.topic] += forwarded
+                pending.bytes[tp.topic] += nbytes
+                pending.timestamps.append(records[-1].timestamp)
+                self._set_lag(tp, records[-1].offset + 1)
+                continue
+            break  # malformed with on_error=fail: nothing after it in this batch
+        for (topic, reason), n in skipped.items():
+            self.metrics.skipped.labels(**self._labels, topic=topic, reason=reason).inc(n)
+        return pending
+
+    async def _target_topic(self, source_topic: str) -> str | None:
+        target = self.router.target_topic(source_topic)
+        if (
+            target is not None
+            and self._topics is not None
+            and target not in self._topics.partitions
+        ):
+            if self.settings.topic_sync:
+                await self._topics.sync(only=source_topic)
+            if target not in self._topics.partitions:
+                assert self._producer is not None
+                parts = await self._producer.partitions_for(target)
+                self._topics.partitions[target] = len(parts)
+        return target
+
+    def _set_lag(self, tp: TopicPartition, next_offset: int) -> None:
+        assert self._consumer is not None
+        high = self._consumer.highwater(tp)
+        if high is not None:
+            self.metrics.lag.labels(
+                **self._labels, topic=tp.topic, partition=str(tp.partition)
+            ).set(max(0, high - next_offset))
+
+    async def _dead_letter(
+        self, record: Any, tp: TopicPartition, reason: str, *, keep_value: bool = True
+    ) -> asyncio.Future[Any]:
+        assert self._producer is not None
+        ref = f"{self.settings.source}/{tp.topic}/{tp.partition}/{record.offset}"
+        headers = [
+            *(record.headers or ()),
+            (DEAD_LETTER_REASON, reason.encode()),
+            (SRC, ref.encode()),
+        ]
+        value = record.value if keep_value else None
+        key = record.key if keep_value else None
+        fut: asyncio.Future[Any] = await self._producer.send(
+            self.settings.dead_letter_topic, value, key, None, record.timestamp, headers
+        )
+        self.log.warning("dead_lettered", src=ref, reason=reason)
+        return fut
+
+    # -- commit side ------------------------------------------------------------------------
+
+    async def _commit_loop(self) -> None:
+        last = time.monotonic()
+        while True:
+            pending = await self._queue.get()
+            try:
+                if pending is None:
+                    await self._commit_ready()
+                    return
+                await self._settle(pending)
+                self._ready.update(pending.offsets)
+                now = time.monotonic()
+                if self._queue.empty() or now - last >= self.settings.commit_interval_s:
+                    await self._commit_ready()
+                    last = now
+            finally:
+                self._queue.task_done()
+
+    async def _settle(self, pending: Pending) -> None:
+        futures = [f for f, _, _ in pending.sends]
+        results = await asyncio.gather(*futures, return_exceptions=True)
+        for (_, record, target), result in zip(pending.sends, results, strict=True):
+            if isinstance(result, BaseException):
+                await self._refused(record, target, result)
+        now = time.time()
+        hist = self.metrics.latency.labels(**self._labels)
+        for ts in pending.timestamps:
+            hist.observe(max(0.0, now - ts / 1000))
+        for topic, n in pending.copied.items():
+            if n:
+                self.metrics.records.labels(**self._labels, topic=topic).inc(n)
+                self.metrics.bytes.labels(**self._labels, topic=topic).inc(pending.bytes[topic])
+                self.copied_total += n
+
+    async def _refused(self, record: Any, target: str, exc: BaseException) -> None:
+        s = self.settings
+        where = f"{record.topic}/{record.partition}@{record.offset}"
+        if isinstance(exc, MessageSizeTooLargeError):
+            self.metrics.errors.labels(**self._labels, kind="record-too-large").inc()
+            if s.on_error == "dead-letter" and target != s.dead_letter_topic:
+                tp = TopicPartition(record.topic, record.partition)
+                size = len(record.value or b"") + len(record.key or b"")
+                fut = await self._dead_letter(
+                    record,
+                    tp,
+                    f"record-too-large: {size} bytes refused by {target}",
+                    keep_value=False,
+                )
+                await fut
+                self.metrics.dead_lettered.labels(
+                    **self._labels, topic=record.topic, reason="record-too-large"
+                ).inc()
+                return
+            raise FlowError(
+                f"{s.name}: {s.target} refused {where} ({exc}): the record is larger than "
+                f"{target}'s max.message.bytes; raise it on the target topic, or set "
+                "on_error: dead-letter to record a reference and go on",
+                kind="record-too-large",
+                retriable=False,
+            ) from exc
+        self.metrics.errors.labels(**self._labels, kind=type(exc).__name__).inc()
+        raise FlowError(
+            f"{s.name}: producing {where} to {s.target}/{target} failed: {exc!r}",
+            kind=type(exc).__name__,
+            retriable=True,
+        ) from exc
+
+    async def _commit_ready(self) -> None:
+        if not self._ready or self._consumer is None:
+            return
+        assigned = self._consumer.assignment()
+        offsets = {tp: o for tp, o in self._ready.items() if tp in assigned}
+        self._ready.clear()
+        if not offsets:
+            return
+        try:
+            await self._consumer.commit(offsets)
+        except (CommitFailedError, IllegalStateError) as exc:
+            # A rebalance took the partitions away: the new owner re-copies from the last
+            # commit (duplicates, never loss).
+            self.log.warning("commit_failed_rebalance", error=str(exc))
+
+    async def drain(self) -> None:
+        """Wait until every fetched batch is settled and committed (before a rebalance, stop)."""
+        join = asyncio.ensure_future(self._queue.join())
+        waiters: set[asyncio.Future[Any]] = {join}
+        if self._committer is not None:
+            waiters.add(self._committer)
+        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+        if not join.done():
+            join.cancel()
+            return
+        await self._commit_ready()
+
+    async def _sync_loop(self, stop: asyncio.Event) -> None:
+        assert self._topics is not None
+        while not stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), self.settings.topic_sync_interval_s)
+            if stop.is_set():
+                return
+            try:
+                await self._topics.sync()
+            except Exception as exc:  # noqa: BLE001 - sync is best effort; copying goes on
+                self.metrics.errors.labels(**self._labels, kind="topic-sync").inc()
+                self.log.warning("topic_sync_failed", error=repr(exc))

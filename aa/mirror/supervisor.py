@@ -1,0 +1,135 @@
+"""Runs a DC's flows in one process: restarts a failed flow with backoff without touching the
+others, and shuts everything down gracefully on SIGTERM/SIGINT within a bounded time."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from aa.logs import get_logger
+from aa.mirror.flow import FlowError, MirrorFlow
+from aa.mirror.settings import FlowSettings
+from aa.mirror.types import Router
+from aa.observe.metrics import Metrics
+
+log = get_logger("aa.supervisor")
+
+
+@dataclass(slots=True)
+class FlowState:
+    """What `/healthz` and `aa status` report about one flow."""
+
+    name: str
+    state: str = "starting"  # starting | running | backoff | failed | stopped
+    restarts: int = 0
+    last_error: str | None = None
+    since: float = field(default_factory=time.time)
+
+
+@dataclass(frozen=True, slots=True)
+class Backoff:
+    initial_s: float = 1.0
+    max_s: float = 60.0
+    factor: float = 2.0
+
+    def delay(self, attempt: int) -> float:
+        return float(min(self.max_s, self.initial_s * self.factor ** max(0, attempt - 1)))
+
+
+class Supervisor:
+    """Owns the flows of one process. ``run`` returns when stopped (signal or ``stop()``)."""
+
+    def __init__(
+        self,
+        flows: Sequence[tuple[FlowSettings, Router]],
+        metrics: Metrics,
+        *,
+        backoff: Backoff | None = None,
+        shutdown_timeout_s: float = 30.0,
+        flow_factory: Callable[[FlowSettings, Router, Metrics], MirrorFlow] = MirrorFlow,
+    ) -> None:
+        self._flows = list(flows)
+        self.metrics = metrics
+        self._backoff = backoff or Backoff()
+        self._shutdown_timeout = shutdown_timeout_s
+        self._factory = flow_factory
+        self.stopping = asyncio.Event()
+        self.states = {s.name: FlowState(s.name) for s, _ in self._flows}
+        self.extra_tasks: list[Callable[[asyncio.Event], Any]] = []
+
+    def stop(self) -> None:
+        self.stopping.set()
+
+    def health(self) -> tuple[bool, dict[str, Any]]:
+        flows = {
+            n: {"state": st.state, "restarts": st.restarts, "last_error": st.last_error}
+            for n, st in self.states.items()
+        }
+        ok = all(st.state in ("running", "starting") for st in self.states.values())
+        return ok, {"flows": flows}
+
+    async def run(self, *, install_signals: bool = True) -> None:
+        loop = asyncio.get_running_loop()
+        if install_signals:
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.add_signal_handler(sig, self.stop)
+        try:
+            tasks = [asyncio.create_task(self._keep(s, r), name=s.name) for s, r in self._flows]
+            tasks += [asyncio.create_task(extra(self.stopping)) for extra in self.extra_tasks]
+            await self.stopping.wait()
+            log.info("shutdown_started", timeout_s=self._shutdown_timeout)
+            _, late = await asyncio.wait(tasks, timeout=self._shutdown_timeout)
+            for t in late:
+                log.warning("shutdown_timeout", task=t.get_name())
+                t.cancel()
+            for t in late:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await t
+        finally:
+            if install_signals:
+                for sig in (signal.SIGTERM, signal.SIGINT):
+                    loop.remove_signal_handler(sig)
+        log.info("shutdown_complete")
+
+    async def _keep(self, settings: FlowSettings, router: Router) -> None:
+        """Run one flow until stopped; restart it with backoff when it fails."""
+        state = self.states[settings.name]
+        labels = {"source": settings.source, "target": settings.target}
+        attempt = 0
+        while not self.stopping.is_set():
+            flow = self._factory(settings, router, self.metrics)
+            state.state, state.since = "running", time.time()
+            try:
+                await flow.run(self.stopping)
+            except FlowError as exc:
+                state.last_error = str(exc)
+                if not exc.retriable:
+                    state.state = "failed"
+                    log.error("flow_failed", flow=settings.name, kind=exc.kind, error=str(exc))
+                    return
+                self.metrics.errors.labels(**labels, kind=exc.kind).inc()
+            except Exception as exc:  # noqa: BLE001 - any crash: log, count, restart with backoff
+                state.last_error = repr(exc)
+                self.metrics.errors.labels(**labels, kind=type(exc).__name__).inc()
+            else:
+                state.state = "stopped"
+                return
+            attempt = attempt + 1 if time.time() - state.since < 60 else 1
+            delay = self._backoff.delay(attempt)
+            state.state, state.restarts = "backoff", state.restarts + 1
+            self.metrics.restarts.labels(**labels).inc()
+            log.warning(
+                "flow_restarting",
+                flow=settings.name,
+                in_s=delay,
+                error=state.last_error,
+                restarts=state.restarts,
+            )
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.stopping.wait(), delay)
+        state.state = "stopped"

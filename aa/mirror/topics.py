@@ -1,0 +1,114 @@
+"""Topic sync for one flow: create missing target topics with the source's partition count and
+replicated configs, grow partitions, and keep configs in step.
+
+The source is the authority for what it copies: partitions only grow (Kafka cannot shrink them)
+and target configs are set to the source's, except the keys in the exclude list, which stay as
+the target has them (AlterConfigs replaces every dynamic config, so those are sent back as-is).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from aa.admin import ClusterAdmin, TopicInfo
+from aa.logs import get_logger
+from aa.mirror.types import Router
+
+
+@dataclass(frozen=True, slots=True)
+class SyncResult:
+    created: tuple[str, ...]
+    grown: tuple[str, ...]
+    reconfigured: tuple[str, ...]
+
+
+def replicated_configs(configs: Mapping[str, str], exclude: frozenset[str]) -> dict[str, str]:
+    return {k: v for k, v in configs.items() if k not in exclude}
+
+
+class TopicSync:
+    """Keeps the target's copies of a flow's topics shaped like the source's."""
+
+    def __init__(
+        self,
+        source: ClusterAdmin,
+        target: ClusterAdmin,
+        router: Router,
+        exclude: frozenset[str],
+        *,
+        dead_letter_topic: str | None = None,
+    ) -> None:
+        self._source = source
+        self._target = target
+        self._router = router
+        self._exclude = exclude
+        self._pattern = re.compile(router.subscription())
+        self._dead_letter = dead_letter_topic
+        self.partitions: dict[str, int] = {}
+        """Target partition count per *target* topic, as of the last sync."""
+        self._log = get_logger("aa.topics", flow=f"{router.source}->{router.target}")
+
+    def routed(self, topics: Mapping[str, TopicInfo]) -> dict[str, tuple[str, TopicInfo]]:
+        """Source topics this flow copies: source name -> (target name, source info)."""
+        out = {}
+        for name, info in topics.items():
+            if info.internal or not self._pattern.fullmatch(name):
+                continue
+            target = self._router.target_topic(name)
+            if target is not None:
+                out[name] = (target, info)
+        return out
+
+    async def sync(self, only: str | None = None) -> SyncResult:
+        """One pass; ``only`` restricts it to one source topic (a topic seen for the first time)."""
+        source_topics = await self._source.topics()
+        if only is not None:
+            source_topics = {k: v for k, v in source_topics.items() if k == only}
+        routed = self.routed(source_topics)
+        target_topics = await self._target.topics()
+        src_cfg = await self._source.topic_configs(routed)
+        missing = [
+            (tgt, info.partitions, replicated_configs(src_cfg.get(src, {}), self._exclude))
+            for src, (tgt, info) in routed.items()
+            if tgt not in target_topics
+        ]
+        if self._dead_letter and self._dead_letter not in target_topics:
+            missing.append((self._dead_letter, 1, {}))
+        created = await self._target.create_topics(missing)
+        for name in created:
+            self._log.info("topic_created", topic=name)
+        grown = []
+        for _src, (tgt, info) in routed.items():
+            have = target_topics.get(tgt)
+            if have is not None and have.partitions < info.partitions:
+                await self._target.add_partitions(tgt, info.partitions)
+                grown.append(tgt)
+                self._log.info("partitions_added", topic=tgt, partitions=info.partitions)
+        reconfigured = await self._sync_configs(routed, src_cfg, exclude_new=set(created))
+        for _src, (tgt, info) in routed.items():
+            have = target_topics.get(tgt)
+            self.partitions[tgt] = max(info.partitions, have.partitions if have else 0)
+        if self._dead_letter:
+            self.partitions.setdefault(self._dead_letter, 1)
+        return SyncResult(tuple(created), tuple(grown), tuple(reconfigured))
+
+    async def _sync_configs(
+        self,
+        routed: Mapping[str, tuple[str, TopicInfo]],
+        src_cfg: Mapping[str, Mapping[str, str]],
+        exclude_new: set[str],
+    ) -> list[str]:
+        targets = {tgt: src for src, (tgt, _) in routed.items() if tgt not in exclude_new}
+        tgt_cfg = await self._target.topic_configs(targets)
+        changed = []
+        for tgt, src in targets.items():
+            want = replicated_configs(src_cfg.get(src, {}), self._exclude)
+            have = tgt_cfg.get(tgt, {})
+            if replicated_configs(have, self._exclude) != want:
+                kept = {k: v for k, v in have.items() if k in self._exclude}
+                await self._target.set_topic_configs(tgt, {**kept, **want})
+                changed.append(tgt)
+                self._log.info("topic_config_synced", topic=tgt, configs=want)
+        return changed

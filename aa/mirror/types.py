@@ -1,0 +1,54 @@
+"""The narrow interfaces the mirror flow runs against.
+
+A flow knows nothing of topology files or loop-prevention modes: a :class:`Router` built from
+the config (``aa.mirror.plan``) answers, per topic, where it goes, and per record, whether it is
+forwarded and with which headers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+Headers = Sequence[tuple[str, bytes]]
+
+
+@dataclass(frozen=True, slots=True)
+class Skip:
+    """Do not copy: the record would loop (``reason`` is a metric label, low-cardinality)."""
+
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Malformed:
+    """The record's provenance headers cannot be read; the flow stops or dead-letters it."""
+
+    error: str
+
+
+Route = list[tuple[str, bytes]] | Skip | Malformed
+"""Forward with these headers, skip, or treat as malformed."""
+
+
+class Router(Protocol):
+    """Per-flow routing decisions; pure and fast (called per record on the hot path)."""
+
+    @property
+    def source(self) -> str: ...
+
+    @property
+    def target(self) -> str: ...
+
+    def subscription(self) -> str:
+        """A regex of the source topics this flow consumes (new matches are picked up live)."""
+        ...
+
+    def target_topic(self, source_topic: str) -> str | None:
+        """The name in the target DC, or ``None`` when the topic must not be copied."""
+        ...
+
+    def route(self, source_topic: str, partition: int, offset: int, headers: Headers) -> Route:
+        """The headers to write in the target, or why not to copy the record."""
+        ...

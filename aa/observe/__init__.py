@@ -1,0 +1,1 @@
+"""Observability: Prometheus metrics and the /metrics + /healthz endpoint."""
