@@ -17,6 +17,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener, TopicPartition
 from aiokafka.errors import CommitFailedError, IllegalStateError, MessageSizeTooLargeError
 
@@ -30,6 +31,16 @@ from aa.observe.metrics import Metrics
 from aa.provenance import MIRRORED_AT, SRC
 
 DEAD_LETTER_REASON = "aa-dlq-reason"
+RECORD_BATCH_OVERHEAD = 256
+"""Bytes a record batch and record framing add around key, value and headers (generous)."""
+
+
+def _size(record: Any) -> int:
+    return (
+        len(record.key or b"")
+        + len(record.value or b"")
+        + sum(len(k) + len(v or b"") for k, v in record.headers or ())
+    )
 
 
 class FlowError(AaError):
@@ -39,6 +50,19 @@ class FlowError(AaError):
         super().__init__(message)
         self.kind = kind
         self.retriable = retriable
+
+
+def _first_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The error to report from a task group: a FlowError if any, else the first leaf."""
+    leaves: list[BaseException] = []
+    stack: list[BaseException] = [group]
+    while stack:
+        exc = stack.pop(0)
+        if isinstance(exc, BaseExceptionGroup):
+            stack.extend(exc.exceptions)
+        else:
+            leaves.append(exc)
+    return next((e for e in leaves if isinstance(e, FlowError)), leaves[0])
 
 
 @dataclass(slots=True)
@@ -132,6 +156,8 @@ class MirrorFlow:
                         tg.create_task(self._sync_loop(stop))
                     await self._fetch_loop(stop)
                     await self._queue.put(None)
+            except BaseExceptionGroup as group:
+                raise _first_error(group) from None
             finally:
                 self.metrics.up.labels(**self._labels).set(0)
         self.log.info("flow_stopped", copied=self.copied_total)
@@ -167,11 +193,24 @@ class MirrorFlow:
                 continue
             parts = self._topics.partitions.get(target, 0) if self._topics else 0
             partition = tp.partition if tp.partition < parts else None
+            limit = self._size_limit(target)
             nbytes = forwarded = 0
             for r in records:
                 route = router.route(tp.topic, tp.partition, r.offset, r.headers)
-                if type(route) is list:
-                    fut = await send(target, r.value, r.key, partition, r.timestamp, route + stamp)
+                if type(route) is list and limit and _size(r) > limit:
+                    # The broker would refuse the whole batch holding it (and aiokafka's
+                    # idempotent producer does not recover from that): refuse it here.
+                    fut = asyncio.get_running_loop().create_future()
+                    fut.set_exception(MessageSizeTooLargeError(f"{_size(r)} bytes > {limit}"))
+                    pending.sends.append((fut, r, target))
+                elif type(route) is list:
+                    try:
+                        fut = await send(
+                            target, r.value, r.key, partition, r.timestamp, route + stamp
+                        )
+                    except MessageSizeTooLargeError as exc:  # refused before it left the client
+                        fut = asyncio.get_running_loop().create_future()
+                        fut.set_exception(exc)
                     pending.sends.append((fut, r, target))
                     nbytes += len(r.value or b"") + len(r.key or b"")
                     forwarded += 1
@@ -221,6 +260,13 @@ class MirrorFlow:
                 self._topics.partitions[target] = len(parts)
         return target
 
+    def _size_limit(self, target: str) -> int | None:
+        """Records above this are dead-lettered without sending (dead-letter mode only)."""
+        if self.settings.on_error != "dead-letter" or self._topics is None:
+            return None
+        limit = self._topics.max_message_bytes.get(target)
+        return None if limit is None else limit - RECORD_BATCH_OVERHEAD
+
     def _set_lag(self, tp: TopicPartition, next_offset: int) -> None:
         assert self._consumer is not None
         high = self._consumer.highwater(tp)
@@ -239,8 +285,9 @@ class MirrorFlow:
             (DEAD_LETTER_REASON, reason.encode()),
             (SRC, ref.encode()),
         ]
-        value = record.value if keep_value else None
-        key = record.key if keep_value else None
+        key, value = record.key, record.value
+        if not keep_value:  # a reference, so the dead-letter record itself fits
+            value = orjson.dumps({"src": ref, "reason": reason, "bytes": _size(record)})
         fut: asyncio.Future[Any] = await self._producer.send(
             self.settings.dead_letter_topic, value, key, None, record.timestamp, headers
         )

@@ -48,6 +48,8 @@ class TopicSync:
         self._dead_letter = dead_letter_topic
         self.partitions: dict[str, int] = {}
         """Target partition count per *target* topic, as of the last sync."""
+        self.max_message_bytes: dict[str, int] = {}
+        """Target topics' ``max.message.bytes`` where set on the topic, as of the last sync."""
         self._log = get_logger("aa.topics", flow=f"{router.source}->{router.target}")
 
     def routed(self, topics: Mapping[str, TopicInfo]) -> dict[str, tuple[str, TopicInfo]]:
@@ -101,7 +103,13 @@ class TopicSync:
         exclude_new: set[str],
     ) -> list[str]:
         targets = {tgt: src for src, (tgt, _) in routed.items() if tgt not in exclude_new}
-        tgt_cfg = await self._target.topic_configs(targets)
+        tgt_cfg = await self._target.topic_configs(
+            routed_targets := [t for t, _ in routed.values()]
+        )
+        for tgt in routed_targets:
+            limit = tgt_cfg.get(tgt, {}).get("max.message.bytes")
+            if limit is not None:
+                self.max_message_bytes[tgt] = int(limit)
         changed = []
         for tgt, src in targets.items():
             want = replicated_configs(src_cfg.get(src, {}), self._exclude)

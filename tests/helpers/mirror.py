@@ -1,0 +1,77 @@
+"""Drive mirror flows in tests: a flow running in the background, committed offsets."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer, TopicPartition
+
+from aa import provenance
+from aa.errors import ProvenanceError
+from aa.mirror.flow import MirrorFlow
+from aa.mirror.settings import FlowSettings
+from aa.mirror.types import Malformed, Route, Skip
+from aa.observe.metrics import Metrics
+
+
+class OriginOnlyRouter:
+    """Full-mesh headers routing for one topic pattern: forward only records written locally."""
+
+    def __init__(self, source: str, target: str, pattern: str) -> None:
+        self.source, self.target, self._pattern = source, target, pattern
+
+    def subscription(self) -> str:
+        return self._pattern
+
+    def target_topic(self, source_topic: str) -> str | None:
+        return source_topic
+
+    def route(
+        self, topic: str, partition: int, offset: int, headers: Sequence[tuple[str, bytes]]
+    ) -> Route:
+        try:
+            p = provenance.read(headers)
+        except ProvenanceError as exc:
+            return Malformed(str(exc))
+        if not p.is_local:
+            return Skip("not-origin")
+        ref = provenance.SourceRef(self.source, topic, partition, offset)
+        return provenance.with_provenance(headers, p.forwarded(self.source, self.target, ref))
+
+
+def exact(topic: str) -> str:
+    return "^" + re.escape(topic) + "$"
+
+
+@contextlib.asynccontextmanager
+async def running_flow(
+    settings: FlowSettings, router: Any, metrics: Metrics | None = None
+) -> AsyncIterator[tuple[MirrorFlow, asyncio.Task[None]]]:
+    """Run a flow in the background; stop it (gracefully) on exit."""
+    flow = MirrorFlow(settings, router, metrics or Metrics())
+    stop = asyncio.Event()
+    task = asyncio.create_task(flow.run(stop))
+    try:
+        yield flow, task
+    finally:
+        stop.set()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(task, 30)
+
+
+async def committed(
+    bootstrap: str, group: str, topic: str, partitions: int
+) -> dict[int, int | None]:
+    """The group's committed offset per partition (``None`` when nothing is committed)."""
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False
+    )
+    await consumer.start()
+    try:
+        return {p: await consumer.committed(TopicPartition(topic, p)) for p in range(partitions)}
+    finally:
+        await consumer.stop()

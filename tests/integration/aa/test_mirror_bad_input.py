@@ -1,0 +1,214 @@
+"""Bad input to a flow: it stops cleanly or dead-letters, never skips silently, and never
+commits source offsets past a record the target did not take."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import Callable
+
+import orjson
+import pytest
+from aiokafka.admin import AIOKafkaAdminClient
+
+from aa.mirror.flow import DEAD_LETTER_REASON, FlowError
+from aa.mirror.settings import DEFAULT_CONFIG_EXCLUDE, FlowSettings
+from aa.mirror.supervisor import Backoff, Supervisor
+from aa.observe.metrics import Metrics
+from tests.conftest import DcCluster
+from tests.helpers.kafka import Rec, consume_all, create_topic, eventually, produce
+from tests.helpers.mirror import OriginOnlyRouter, committed, exact, running_flow
+
+pytestmark = pytest.mark.integration
+
+Names = Callable[[str], str]
+
+
+def _settings(sf: str, nyc: str, group: str, **kw: object) -> FlowSettings:
+    return FlowSettings(
+        "SF", "NYC", {"bootstrap_servers": sf}, {"bootstrap_servers": nyc}, group_id=group, **kw
+    )  # type: ignore[arg-type]
+
+
+async def _setup(
+    dc_clusters: dict[str, DcCluster], unique_name: Names, records: list[Rec]
+) -> tuple[str, str, str, str]:
+    sf, nyc = dc_clusters["SF"].bootstrap, dc_clusters["NYC"].bootstrap
+    topic = await create_topic(sf, unique_name("bad"), partitions=1)
+    await produce(sf, topic, records)
+    return sf, nyc, topic, unique_name("g")
+
+
+def _recs(n: int, bad: dict[int, list[tuple[str, bytes]]]) -> list[Rec]:
+    return [Rec(f"k{i}".encode(), f"v{i}".encode(), bad.get(i, []), partition=0) for i in range(n)]
+
+
+@pytest.mark.parametrize(
+    "bad_header",
+    [
+        [("aa-origin", b"\xff\xfeNYC")],  # not UTF-8
+        [("aa-origin", b"SF"), ("aa-src", b"x")],  # wrong shape
+    ],
+)
+async def test_malformed_headers_stop_the_flow_before_the_record(
+    dc_clusters: dict[str, DcCluster],
+    unique_name: Names,
+    bad_header: list[tuple[str, bytes]],
+) -> None:
+    sf, nyc, topic, group = await _setup(dc_clusters, unique_name, _recs(10, {5: bad_header}))
+    async with running_flow(
+        _settings(sf, nyc, group), OriginOnlyRouter("SF", "NYC", exact(topic))
+    ) as (_, task):
+        with pytest.raises(FlowError, match=r"malformed provenance headers in .*/0@5") as info:
+            await asyncio.wait_for(task, 60)
+    assert not info.value.retriable
+    assert await committed(sf, group, topic, 1) == {0: 5}  # up to, not past, the bad record
+    copied = await consume_all(nyc, topic, count=5)
+    assert [r.value for r in copied] == [f"v{i}".encode() for i in range(5)]
+
+
+async def test_malformed_headers_go_to_the_dead_letter_topic(
+    dc_clusters: dict[str, DcCluster], unique_name: Names
+) -> None:
+    bad = [("aa-origin", b"\xff")]
+    sf, nyc, topic, group = await _setup(dc_clusters, unique_name, _recs(10, {3: bad}))
+    dlq = unique_name("dlq")
+    settings = _settings(sf, nyc, group, on_error="dead-letter", dead_letter_topic=dlq)
+    async with running_flow(settings, OriginOnlyRouter("SF", "NYC", exact(topic))) as (_flow, _):
+        copied = await consume_all(nyc, topic, count=9, settle=0.5)
+        [dead] = await consume_all(nyc, dlq, count=1)
+        await eventually(lambda: committed(sf, group, topic, 1), message="commit")
+        await eventually(
+            lambda: _is(committed(sf, group, topic, 1), {0: 10}), message="offset 10 committed"
+        )
+    assert len(copied) == 9
+    assert dead.value == b"v3"
+    headers = dict(dead.headers)
+    assert headers[DEAD_LETTER_REASON].startswith(b"malformed-headers")
+    assert headers["aa-src"] == f"SF/{topic}/0/3".encode()
+
+
+async def _is(coro: object, want: object) -> bool:
+    return await coro == want  # type: ignore[misc]
+
+
+async def test_record_larger_than_target_limit_stops_the_flow(
+    dc_clusters: dict[str, DcCluster], unique_name: Names
+) -> None:
+    records = _recs(6, {})
+    records[4] = Rec(b"big", b"x" * 8000, partition=0)
+    sf, nyc, topic, group = await _setup(dc_clusters, unique_name, records)
+    await create_topic(nyc, topic, partitions=1, config={"max.message.bytes": "2048"})
+    exclude = DEFAULT_CONFIG_EXCLUDE | {"max.message.bytes"}
+    settings = _settings(sf, nyc, group, config_exclude=exclude, linger_ms=0)
+    async with running_flow(settings, OriginOnlyRouter("SF", "NYC", exact(topic))) as (_, task):
+        with pytest.raises(FlowError, match=r"larger than .*max.message.bytes") as info:
+            await asyncio.wait_for(task, 60)
+    assert info.value.kind == "record-too-large"
+    offsets = await committed(sf, group, topic, 1)
+    assert offsets[0] is None or offsets[0] <= 4
+
+
+async def test_record_larger_than_target_limit_is_dead_lettered_by_reference(
+    dc_clusters: dict[str, DcCluster], unique_name: Names
+) -> None:
+    records = _recs(6, {})
+    records[4] = Rec(b"big", b"x" * 8000, partition=0)
+    sf, nyc, topic, group = await _setup(dc_clusters, unique_name, records)
+    await create_topic(nyc, topic, partitions=1, config={"max.message.bytes": "2048"})
+    dlq = unique_name("dlq")
+    settings = _settings(
+        sf,
+        nyc,
+        group,
+        on_error="dead-letter",
+        dead_letter_topic=dlq,
+        config_exclude=DEFAULT_CONFIG_EXCLUDE | {"max.message.bytes"},
+    )
+    async with running_flow(settings, OriginOnlyRouter("SF", "NYC", exact(topic))):
+        copied = await consume_all(nyc, topic, count=5, settle=0.5)
+        [dead] = await consume_all(nyc, dlq, count=1)
+        await eventually(lambda: _is(committed(sf, group, topic, 1), {0: 6}), message="commit 6")
+    assert sorted(r.value for r in copied) == sorted(f"v{i}".encode() for i in (0, 1, 2, 3, 5))
+    assert dead.key == b"big"
+    ref = orjson.loads(dead.value)  # a reference: the value itself cannot fit
+    assert ref["src"] == f"SF/{topic}/0/4"
+    assert ref["bytes"] >= 8000
+    assert dict(dead.headers)["aa-src"] == f"SF/{topic}/0/4".encode()
+    assert dict(dead.headers)[DEAD_LETTER_REASON].startswith(b"record-too-large")
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def test_unreachable_target_restarts_with_backoff_and_commits_nothing(
+    dc_clusters: dict[str, DcCluster], unique_name: Names
+) -> None:
+    sf, _, topic, group = await _setup(dc_clusters, unique_name, _recs(5, {}))
+    nowhere = f"127.0.0.1:{_closed_port()}"
+    settings = FlowSettings(
+        "SF",
+        "NYC",
+        {"bootstrap_servers": sf},
+        {"bootstrap_servers": nowhere, "request_timeout_ms": 2000},
+        group_id=group,
+    )
+    sup = Supervisor(
+        [(settings, OriginOnlyRouter("SF", "NYC", exact(topic)))],
+        Metrics(),
+        backoff=Backoff(initial_s=0.2, max_s=0.5),
+        shutdown_timeout_s=10,
+    )
+    run = asyncio.create_task(sup.run(install_signals=False))
+    await eventually(
+        lambda: sup.states["SF->NYC"].restarts >= 2, timeout=60, message="two restarts"
+    )
+    ok, detail = sup.health()
+    sup.stop()
+    await asyncio.wait_for(run, 30)
+    assert not ok
+    assert "NYC" in (detail["flows"]["SF->NYC"]["last_error"] or "") or detail["flows"]
+    assert await committed(sf, group, topic, 1) == {0: None}
+
+
+async def test_deleted_target_topic_is_recreated_and_nothing_is_lost(
+    dc_clusters: dict[str, DcCluster], unique_name: Names
+) -> None:
+    sf, nyc, topic, group = await _setup(dc_clusters, unique_name, _recs(50, {}))
+    settings = FlowSettings(
+        "SF",
+        "NYC",
+        {"bootstrap_servers": sf},
+        {"bootstrap_servers": nyc},
+        group_id=group,
+        request_timeout_ms=5000,
+        topic_sync_interval_s=2,
+    )
+    sup = Supervisor(
+        [(settings, OriginOnlyRouter("SF", "NYC", exact(topic)))],
+        Metrics(),
+        backoff=Backoff(initial_s=0.5, max_s=1),
+        shutdown_timeout_s=10,
+    )
+    run = asyncio.create_task(sup.run(install_signals=False))
+    try:
+        await consume_all(nyc, topic, count=50, timeout=60)
+        await eventually(lambda: _is(committed(sf, group, topic, 1), {0: 50}), message="commit")
+        admin = AIOKafkaAdminClient(bootstrap_servers=nyc)
+        await admin.start()
+        await admin.delete_topics([topic])
+        await admin.close()
+        await produce(
+            sf, topic, [Rec(f"n{i}".encode(), f"new{i}".encode(), partition=0) for i in range(50)]
+        )
+        again = await consume_all(nyc, topic, count=50, timeout=90)
+        await eventually(
+            lambda: _is(committed(sf, group, topic, 1), {0: 100}), timeout=60, message="commit 100"
+        )
+    finally:
+        sup.stop()
+        await asyncio.wait_for(run, 30)
+    assert sorted(r.value for r in again) == sorted(f"new{i}".encode() for i in range(50))
