@@ -1,0 +1,167 @@
+"""Machine details, the printed table, ratios and the JSON file of a run."""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from aa.dev.artifacts import KAFKA_VERSION, java_executable
+
+
+def machine() -> dict[str, Any]:
+    cpu = "unknown"
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            cpu = line.split(":", 1)[1].strip()
+            break
+    mem_kb = 0
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemTotal:"):
+            mem_kb = int(line.split()[1])
+    java = subprocess.run([java_executable(), "-version"], capture_output=True, text=True)
+    java_version = (java.stderr or java.stdout).splitlines()[0] if java.returncode == 0 else "?"
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
+    ).stdout.strip()
+    return {
+        "cpu_model": cpu,
+        "cores": os.cpu_count(),
+        "memory_gb": round(mem_kb / 1024 / 1024, 1),
+        "os": platform.platform(),
+        "python": sys.version.split()[0],
+        "java": java_version,
+        "kafka": KAFKA_VERSION,
+        "aiokafka": metadata.version("aiokafka"),
+        "aa_commit": commit,
+        "load_avg_start": list(os.getloadavg()),
+    }
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return round(a / b, 3) if a and b else None
+
+
+def ratios(workloads: dict[str, Any]) -> None:
+    """Add ``ratios`` (aa/mm2, aa/ceiling) to each workload result, in place."""
+    if (w1 := workloads.get("W1")) and "aa" in w1:
+        aa, mm2, ceil = w1["aa"], w1.get("mm2", {}), w1.get("ceiling", {})
+        w1["ratios"] = {
+            "aa/mm2 records_per_s": _ratio(aa["records_per_s"], mm2.get("records_per_s")),
+            "aa/mm2 records_per_cpu_s": _ratio(
+                aa["records_per_cpu_s"], mm2.get("records_per_cpu_s")
+            ),
+            "aa/ceiling records_per_s": _ratio(aa["records_per_s"], ceil.get("records_per_s")),
+        }
+    if (w2 := workloads.get("W2")) and "aa" in w2:
+        lat = {r: w2[r]["latency"] for r in ("aa", "mm2", "ceiling") if r in w2}
+        w2["ratios"] = {
+            f"aa/{other} {k}": _ratio(lat["aa"].get(k), lat[other].get(k))
+            for other in ("mm2", "ceiling")
+            if other in lat
+            for k in ("p50_ms", "p99_ms", "max_ms")
+        }
+    if (w3 := workloads.get("W3")) and "aa" in w3 and "mm2" in w3:
+        aa, mm2 = w3["aa"], w3["mm2"]
+        w3["ratios"] = {
+            "aa/mm2 cpu_s_per_million": _ratio(
+                sum(aa["cpu_s_per_million"]), sum(mm2["cpu_s_per_million"])
+            ),
+            "aa/mm2 peak_rss_mb": _ratio(max(aa["peak_rss_mb"]), max(mm2["peak_rss_mb"])),
+        }
+
+
+def _f(v: Any, digits: int = 0) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, list):
+        return "/".join(_f(x, digits) for x in v)
+    return f"{v:,.{digits}f}" if isinstance(v, float | int) else str(v)
+
+
+def table(workloads: dict[str, Any]) -> str:
+    """The run's figures as Markdown tables (printed, and pasted into docs/benchmarks.md)."""
+    out: list[str] = []
+    if w1 := workloads.get("W1"):
+        out += [
+            f"W1 catch-up: {w1['records']:,} records x {w1['record_size']} B, "
+            f"{w1['partitions']} partitions",
+            "",
+            "| runner | records/s | MB/s | copy s | startup s | CPU s (copy) | records/CPU-s "
+            "| peak RSS MB |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|",
+        ]
+        for r in ("aa", "mm2", "ceiling"):
+            if r in w1:
+                x = w1[r]
+                out.append(
+                    f"| {r} | {_f(x['records_per_s'])} | {_f(x['mb_per_s'], 1)} | "
+                    f"{_f(x.get('copy_s'), 1)} | {_f(x.get('startup_s'), 1)} | "
+                    f"{_f(x.get('cpu_copy_s'), 1)} | {_f(x.get('records_per_cpu_s'))} | "
+                    f"{_f(x.get('peak_rss_mb'))} |"
+                )
+        if "ceiling" in w1:
+            c = w1["ceiling"]
+            out.append(
+                f"\nceiling: source read {_f(c['read']['fetch_records_per_s'])} records/s "
+                f"(ConsumerPerformance), target write {_f(c['write']['records_per_s'])} "
+                "records/s (ProducerPerformance)"
+            )
+        out += _ratio_lines(w1)
+    if w2 := workloads.get("W2"):
+        out += [
+            f"W2 steady: {w2['rate']:,} records/s for {w2['duration_s']} s, latency origin "
+            "timestamp -> arrival at target",
+            "",
+            "| runner | p50 ms | p99 ms | p99.9 ms | max ms | CPU s/M records | peak RSS MB |",
+            "|---|---:|---:|---:|---:|---:|---:|",
+        ]
+        for r in ("aa", "mm2", "ceiling"):
+            if r in w2:
+                x, lat = w2[r], w2[r]["latency"]
+                out.append(
+                    f"| {r} | {_f(lat.get('p50_ms'))} | {_f(lat.get('p99_ms'))} | "
+                    f"{_f(lat.get('p999_ms'))} | {_f(lat.get('max_ms'))} | "
+                    f"{_f(x.get('cpu_s_per_million'), 1)} | {_f(x.get('peak_rss_mb'))} |"
+                )
+        out += _ratio_lines(w2)
+    if w3 := workloads.get("W3"):
+        out += [
+            f"W3 full mesh: 3 DCs, {w3['rate_per_dc']:,} records/s per DC for "
+            f"{w3['duration_s']} s (per process: 2 inbound flows)",
+            "",
+            "| runner | processes | CPU s per M records (per process) | peak RSS MB (per "
+            "process) | drain s |",
+            "|---|---|---:|---:|---:|",
+        ]
+        for r in ("aa", "mm2"):
+            if r in w3:
+                x = w3[r]
+                out.append(
+                    f"| {r} | {len(x['processes'])} | {_f(x['cpu_s_per_million'], 1)} | "
+                    f"{_f(x['peak_rss_mb'])} | {_f(x['drain_s'], 1)} |"
+                )
+        out += _ratio_lines(w3)
+    return "\n".join(out)
+
+
+def _ratio_lines(w: dict[str, Any]) -> list[str]:
+    if not w.get("ratios"):
+        return [""]
+    return ["", "ratios: " + ", ".join(f"{k} = {_f(v, 2)}" for k, v in w["ratios"].items()), ""]
+
+
+def write_json(path: Path, doc: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS))
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-")

@@ -1,0 +1,332 @@
+"""The three workloads. Each runs its replicators one after the other on the same brokers,
+with topics of their own (so runs never see each other's data), and returns plain dicts."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from bench.configs import DEFAULT_POLICY, IDENTITY, Tuning
+from bench.kafka import Expect, create_topics, delete_topics, produce_marks, wait_arrival
+from bench.measure import Live
+from bench.procs import (
+    Procs,
+    Spec,
+    consumer_perf,
+    parse_consumer_perf,
+    parse_producer_perf,
+    producer_perf,
+    python_cmd,
+)
+from bench.replicators import Deployment, aa_deployment, mm2_deployment
+
+MB = 1024 * 1024
+WARMUP = 100
+# The "application" producer of W2/W3: acks=all, no linger, so its own batching adds nothing to
+# the latency measured; the preload of W1 is tuned for speed instead.
+APP_PROPS = {"acks": "all", "linger.ms": "0"}
+PRELOAD_PROPS = {"acks": "1", "linger.ms": "20", "batch.size": str(512 * 1024)}
+
+
+@dataclass(frozen=True, slots=True)
+class Params:
+    records: int = 1_000_000
+    record_size: int = 512
+    partitions: int = 6
+    rate: int = 10_000
+    duration_s: int = 60
+    mesh_rate: int = 5_000
+    mesh_duration_s: int = 60
+    runners: tuple[str, ...] = ("ceiling", "mm2", "aa")
+    aa_loop_prevention: str = "headers"
+
+
+@dataclass(frozen=True, slots=True)
+class Ctx:
+    run_dir: Path
+    bootstraps: dict[str, str]
+    tuning: Tuning
+    params: Params
+    procs: Procs
+    run_id: str
+    log: Callable[[str], None]
+
+    def topic(self, workload: str, runner: str) -> str:
+        return f"bench-{workload}-{runner}-{self.run_id}"
+
+
+def _mb(records: int, size: int) -> float:
+    return records * size / MB
+
+
+def _run_tool(ctx: Ctx, spec: Spec, timeout_s: float) -> str:
+    code, out = ctx.procs.run(spec, timeout_s=timeout_s)
+    if code != 0:
+        raise RuntimeError(f"{spec.name} exited with {code}:\n{out[-3000:]}")
+    return out
+
+
+def _deploy(
+    ctx: Ctx, runner: str, workload: str, flows: list[str], topics: list[str], per: list[str]
+) -> Deployment:
+    """``per``: the flow (``SF->NYC``) or DC each process runs; MM2 runs one process per target."""
+    run_dir = ctx.run_dir / workload / runner
+    if runner == "aa":
+        flag = "--flow" if "->" in per[0] else "--dc"
+        return aa_deployment(
+            run_dir, ctx.bootstraps, flows, topics, ctx.tuning,
+            per_process=[(flag, p) for p in per],
+            loop_prevention=ctx.params.aa_loop_prevention,
+        )  # fmt: skip
+    targets = [p.split("->")[1] if "->" in p else p for p in per]
+    policy = IDENTITY if workload != "W3" else DEFAULT_POLICY
+    return mm2_deployment(
+        run_dir, ctx.bootstraps, flows, topics, ctx.tuning, targets=targets, policy=policy
+    )
+
+
+def _usage(live: Live, finals: list[Any]) -> dict[str, Any]:
+    return {
+        "processes": len(finals),
+        "cpu_total_s": [round(u.cpu_s, 3) for u in finals],
+        "peak_rss_mb": [round(u.peak_rss_bytes / MB, 1) for u in finals],
+    }
+
+
+# ---------------------------------------------------------------- W1: catch-up
+
+
+def w1(ctx: Ctx) -> dict[str, Any]:
+    p = ctx.params
+    out: dict[str, Any] = {
+        "records": p.records, "record_size": p.record_size, "partitions": p.partitions,
+    }  # fmt: skip
+    src, dst = ctx.bootstraps["SF"], ctx.bootstraps["NYC"]
+    for runner in p.runners:
+        topic = ctx.topic("w1", runner)
+        ctx.log(f"W1 {runner}: preloading {p.records} records into SF/{topic}")
+        asyncio.run(create_topics(src, [topic], p.partitions))
+        pre = producer_perf(
+            ctx.run_dir / "W1" / runner / "preload", src, topic, p.records, p.record_size, -1,
+            PRELOAD_PROPS,
+        )  # fmt: skip
+        preload = parse_producer_perf(_run_tool(ctx, pre, 120 + p.records / 2000))
+        if runner == "ceiling":
+            out[runner] = _w1_ceiling(ctx, topic)
+        else:
+            out[runner] = _w1_replicate(ctx, runner, topic)
+        out[runner]["preload"] = preload
+        ctx.log(f"W1 {runner}: {_w1_line(out[runner])}")
+        asyncio.run(delete_topics(src, ctx.topic("w1", runner)))
+        asyncio.run(delete_topics(dst, ctx.topic("w1", runner)))
+    return out
+
+
+def _w1_line(r: dict[str, Any]) -> str:
+    return f"{r['records_per_s']:.0f} records/s ({r['mb_per_s']:.1f} MB/s)"
+
+
+def _w1_replicate(ctx: Ctx, runner: str, topic: str) -> dict[str, Any]:
+    p = ctx.params
+    dep = _deploy(ctx, runner, "W1", ["SF->NYC"], [topic], ["SF->NYC"])
+    live = Live(dep, ctx.procs).start()
+    live.mark("start", live.started)
+    try:
+        arrival = asyncio.run(
+            wait_arrival(
+                [Expect(ctx.bootstraps["NYC"], topic, p.records)],
+                timeout_s=120 + p.records / 2000,
+                on_first=lambda: live.mark("first"),
+                alive=live.dead,
+            )
+        )
+        live.mark("done", arrival.done_at)
+    finally:
+        finals = live.stop()
+    copy_s = max(arrival.done_at - arrival.first_at, 0.25)
+    cpu_copy = sum(live.cpu_between("first", "done"))
+    cpu_all = sum(u.cpu_s for u in finals)
+    return {
+        "startup_s": round(arrival.first_at - live.started, 3),
+        "copy_s": round(copy_s, 3),
+        "wall_s": round(arrival.done_at - live.started, 3),
+        "records_per_s": p.records / copy_s,
+        "mb_per_s": _mb(p.records, p.record_size) / copy_s,
+        "cpu_copy_s": round(cpu_copy, 3),
+        "cpu_total_s": round(cpu_all, 3),
+        "records_per_cpu_s": p.records / cpu_copy if cpu_copy > 0 else None,
+        "cpu_s_per_million": cpu_copy / p.records * 1e6,
+        "peak_rss_mb": round(max(u.peak_rss_bytes for u in finals) / MB, 1),
+        "config": dep.config_name,
+    }
+
+
+def _w1_ceiling(ctx: Ctx, topic: str) -> dict[str, Any]:
+    """Read rate of the source (ConsumerPerformance) and write rate of the target
+    (ProducerPerformance with the replicators' producer settings); the ceiling is the lower."""
+    p = ctx.params
+    base = ctx.run_dir / "W1" / "ceiling"
+    read_spec = consumer_perf(
+        base / "read", ctx.bootstraps["SF"], topic, p.records, f"bench-ceiling-{ctx.run_id}",
+        ctx.tuning.consumer_props(),
+    )  # fmt: skip
+    read = parse_consumer_perf(_run_tool(ctx, read_spec, 120 + p.records / 2000))
+    target = ctx.topic("w1", "ceiling")  # same name on NYC, created empty there
+    asyncio.run(create_topics(ctx.bootstraps["NYC"], [target], p.partitions))
+    write_spec = producer_perf(
+        base / "write", ctx.bootstraps["NYC"], target, p.records, p.record_size, -1,
+        ctx.tuning.producer_props(),
+    )  # fmt: skip
+    write = parse_producer_perf(_run_tool(ctx, write_spec, 120 + p.records / 2000))
+    rate = min(read["fetch_records_per_s"], write["records_per_s"])
+    return {
+        "read": read,
+        "write": write,
+        "records_per_s": rate,
+        "mb_per_s": _mb(int(rate), p.record_size),
+    }
+
+
+# ---------------------------------------------------------------- W2: steady latency
+
+
+def _probe(ctx: Ctx, runner: str, bootstrap: str, topic: str, count: int) -> tuple[Any, Path]:
+    base = ctx.run_dir / "W2" / runner / "probe"
+    base.mkdir(parents=True, exist_ok=True)
+    ready, result = base / "ready", base / "latency.json"
+    args = ["--bootstrap", bootstrap, "--topic", topic, "--count", str(count),
+            "--timeout", str(ctx.params.duration_s + 120), "--ready", str(ready),
+            "--out", str(result)]  # fmt: skip
+    running = ctx.procs.start(Spec(f"latency {topic}", python_cmd("bench.latency", args), base))
+    deadline = time.monotonic() + 60
+    while not ready.exists():
+        if running.proc.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"the latency probe did not get ready:\n{running.output()[-2000:]}")
+        time.sleep(0.1)
+    return running, result
+
+
+def w2(ctx: Ctx) -> dict[str, Any]:
+    p = ctx.params
+    n = p.rate * p.duration_s
+    out: dict[str, Any] = {"rate": p.rate, "duration_s": p.duration_s, "records": n}
+    src, dst = ctx.bootstraps["SF"], ctx.bootstraps["NYC"]
+    for runner in p.runners:
+        topic = ctx.topic("w2", runner)
+        asyncio.run(create_topics(src, [topic], p.partitions))
+        live: Live | None = None
+        row: dict[str, Any] = {}
+        try:
+            if runner == "ceiling":  # produce -> consume on the source, no replicator
+                probe_at = src
+            else:
+                dep = _deploy(ctx, runner, "W2", ["SF->NYC"], [topic], ["SF->NYC"])
+                live = Live(dep, ctx.procs).start()
+                asyncio.run(produce_marks(src, topic, WARMUP))
+                asyncio.run(
+                    wait_arrival([Expect(dst, topic, WARMUP)], timeout_s=180, alive=live.dead)
+                )
+                live.mark("ready")
+                probe_at = dst
+            probe, result = _probe(ctx, runner, probe_at, topic, n)
+            load = producer_perf(
+                ctx.run_dir / "W2" / runner / "load", src, topic, n, p.record_size, p.rate,
+                APP_PROPS,
+            )  # fmt: skip
+            produced = parse_producer_perf(_run_tool(ctx, load, p.duration_s * 3 + 120))
+            probe.proc.wait(p.duration_s + 180)
+            latency = orjson.loads(result.read_bytes())
+            row.update(latency=latency, produced=produced)
+            if live is not None:
+                expects = [Expect(dst, topic, WARMUP + n)]
+                asyncio.run(wait_arrival(expects, timeout_s=180, alive=live.dead))
+                live.mark("done")
+                cpu = sum(live.cpu_between("ready", "done"))
+                row["cpu_s"] = round(cpu, 3)
+                row["cpu_s_per_million"] = cpu / n * 1e6
+        finally:
+            if live is not None:
+                row["peak_rss_mb"] = round(max(u.peak_rss_bytes for u in live.stop()) / MB, 1)
+                row["config"] = live.deployment.config_name
+        out[runner] = row
+        ctx.log(f"W2 {runner}: p50 {latency.get('p50_ms')} ms, p99 {latency.get('p99_ms')} ms")
+        for bootstrap in (src, dst):
+            asyncio.run(delete_topics(bootstrap, topic))
+    return out
+
+
+# ---------------------------------------------------------------- W3: full mesh
+
+
+MESH = ("SF", "NYC", "LON")
+
+
+def w3(ctx: Ctx) -> dict[str, Any]:
+    p = ctx.params
+    n = p.mesh_rate * p.mesh_duration_s
+    flows = [f"{a}->{b}" for a in MESH for b in MESH if a != b]
+    out: dict[str, Any] = {"rate_per_dc": p.mesh_rate, "duration_s": p.mesh_duration_s,
+                           "records_per_dc": n, "flows": flows}  # fmt: skip
+    for runner in [r for r in p.runners if r != "ceiling"]:
+        topic = ctx.topic("w3", runner)
+        for dc in MESH:
+            asyncio.run(create_topics(ctx.bootstraps[dc], [topic], p.partitions))
+        dep = _deploy(ctx, runner, "W3", flows, [topic], list(MESH))
+
+        def expects(per_origin: int, topic: str = topic, runner: str = runner) -> list[Expect]:
+            if runner == "aa" and ctx.params.aa_loop_prevention == "headers":
+                return [Expect(ctx.bootstraps[dc], topic, 3 * per_origin) for dc in MESH]
+            return [  # MM2 (and aa prefix mode): SF.topic in NYC and LON, and so on
+                Expect(ctx.bootstraps[dc], f"{o}.{topic}", per_origin)
+                for dc in MESH
+                for o in MESH
+                if o != dc
+            ]
+
+        live = Live(dep, ctx.procs).start()
+        try:
+            for dc in MESH:
+                asyncio.run(produce_marks(ctx.bootstraps[dc], topic, WARMUP))
+            asyncio.run(wait_arrival(expects(WARMUP), timeout_s=240, alive=live.dead))
+            live.mark("ready")
+            loads = [
+                ctx.procs.start(
+                    producer_perf(
+                        ctx.run_dir / "W3" / runner / f"load-{dc}", ctx.bootstraps[dc], topic,
+                        n, p.record_size, p.mesh_rate, APP_PROPS,
+                    )
+                )
+                for dc in MESH
+            ]  # fmt: skip
+            for load in loads:
+                load.proc.wait(p.mesh_duration_s * 3 + 120)
+            produced = [parse_producer_perf(load.output()) for load in loads]
+            arrival = asyncio.run(wait_arrival(expects(WARMUP + n), timeout_s=300, alive=live.dead))
+            live.mark("done", arrival.done_at)
+        finally:
+            finals = live.stop()
+        cpu = live.cpu_between("ready", "done")
+        per_process = 2 * n  # each process writes what its two inbound flows copy
+        out[runner] = {
+            "processes": [s.name for s in dep.specs],
+            "cpu_s": cpu,
+            "cpu_s_per_million": [round(c / per_process * 1e6, 2) for c in cpu],
+            "peak_rss_mb": [round(u.peak_rss_bytes / MB, 1) for u in finals],
+            "drain_s": round(arrival.done_at - live.marks["ready"][0], 3),
+            "produced": produced,
+            "config": dep.config_name,
+        }
+        ctx.log(f"W3 {runner}: cpu/M {out[runner]['cpu_s_per_million']}, "
+                f"RSS MB {out[runner]['peak_rss_mb']}")  # fmt: skip
+        for dc in MESH:
+            asyncio.run(delete_topics(ctx.bootstraps[dc], topic))
+    return out
+
+
+WORKLOADS: dict[str, Callable[[Ctx], dict[str, Any]]] = {"W1": w1, "W2": w2, "W3": w3}
