@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ from typing import Any
 import orjson
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener, TopicPartition
 from aiokafka.errors import CommitFailedError, IllegalStateError, MessageSizeTooLargeError
+from aiokafka.partitioner import murmur2
 
 from aa.admin import ClusterAdmin
 from aa.errors import AaError
@@ -33,6 +35,22 @@ from aa.provenance import MIRRORED_AT, SRC
 DEAD_LETTER_REASON = "aa-dlq-reason"
 RECORD_BATCH_OVERHEAD = 256
 """Bytes a record batch and record framing add around key, value and headers (generous)."""
+
+
+def _failed(exc: BaseException) -> asyncio.Future[Any]:
+    fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+    fut.set_exception(exc)
+    return fut
+
+
+_round_robin = itertools.count()
+
+
+def _partition_for(key: bytes | None, partitions: int) -> int:
+    """Kafka's default partitioning (murmur2 of the key), for targets with fewer partitions."""
+    if key is None:
+        return next(_round_robin) % partitions
+    return int(murmur2(key) & 0x7FFFFFFF) % partitions
 
 
 def _size(record: Any) -> int:
@@ -70,7 +88,9 @@ class Pending:
     """One fetched batch on its way to the target."""
 
     offsets: dict[TopicPartition, int] = field(default_factory=dict)
-    sends: list[tuple[asyncio.Future[Any], Any, str]] = field(default_factory=list)
+    sends: list[tuple[asyncio.Future[Any], list[Any], str]] = field(default_factory=list)
+    """Per submitted batch: its delivery future, the source records it holds (in order, so
+    the i-th record landed at the batch's base offset + i), and the target topic."""
     copied: Counter[str] = field(default_factory=Counter)
     bytes: Counter[str] = field(default_factory=Counter)
     timestamps: list[int] = field(default_factory=list)
@@ -179,9 +199,13 @@ class MirrorFlow:
                 raise pending.malformed
 
     async def _forward(self, batch: dict[TopicPartition, list[Any]]) -> Pending:
+        """Route a fetched batch and hand it to the producer as whole record batches.
+
+        Records go into aiokafka ``BatchBuilder``s per target partition (no per-record
+        ``send``): the per-record work is the routing decision and one ``append``.
+        """
         assert self._producer is not None
-        assert self._consumer is not None
-        s, router, send = self.settings, self.router, self._producer.send
+        s, router = self.settings, self.router
         pending = Pending()
         stamp = [(MIRRORED_AT, str(int(time.time() * 1000)).encode())]
         skipped: Counter[tuple[str, str]] = Counter()
@@ -192,26 +216,45 @@ class MirrorFlow:
                 pending.offsets[tp] = records[-1].offset + 1
                 continue
             parts = self._topics.partitions.get(target, 0) if self._topics else 0
-            partition = tp.partition if tp.partition < parts else None
+            # Keep partitions only when the target has them all; otherwise every record goes by
+            # key hash, so that one key never lands in two partitions.
+            assert self._consumer is not None
+            same_partition = parts >= len(self._consumer.partitions_for_topic(tp.topic) or ())
             limit = self._size_limit(target)
+            open_batches: dict[int, tuple[Any, list[Any]]] = {}
             nbytes = forwarded = 0
             for r in records:
                 route = router.route(tp.topic, tp.partition, r.offset, r.headers)
-                if type(route) is list and limit and _size(r) > limit:
-                    # The broker would refuse the whole batch holding it (and aiokafka's
-                    # idempotent producer does not recover from that): refuse it here.
-                    fut = asyncio.get_running_loop().create_future()
-                    fut.set_exception(MessageSizeTooLargeError(f"{_size(r)} bytes > {limit}"))
-                    pending.sends.append((fut, r, target))
-                elif type(route) is list:
-                    try:
-                        fut = await send(
-                            target, r.value, r.key, partition, r.timestamp, route + stamp
+                if type(route) is list:
+                    if limit and _size(r) > limit:
+                        # The broker would refuse the whole batch holding it, and aiokafka's
+                        # idempotent producer does not recover from that: refuse it here.
+                        exc = MessageSizeTooLargeError(f"{_size(r)} bytes > {limit}")
+                        pending.sends.append((_failed(exc), [r], target))
+                        continue
+                    p = tp.partition if same_partition else _partition_for(r.key, parts)
+                    slot = open_batches.get(p)
+                    if slot is None:
+                        slot = open_batches[p] = (self._producer.create_batch(), [])
+                    headers = route + stamp
+                    if (
+                        slot[0].append(
+                            timestamp=r.timestamp, key=r.key, value=r.value, headers=headers
                         )
-                    except MessageSizeTooLargeError as exc:  # refused before it left the client
-                        fut = asyncio.get_running_loop().create_future()
-                        fut.set_exception(exc)
-                    pending.sends.append((fut, r, target))
+                        is None
+                    ):
+                        await self._submit(slot, target, p, pending)
+                        slot = open_batches[p] = (self._producer.create_batch(), [])
+                        if (
+                            slot[0].append(
+                                timestamp=r.timestamp, key=r.key, value=r.value, headers=headers
+                            )
+                            is None
+                        ):
+                            exc = MessageSizeTooLargeError("larger than the producer batch size")
+                            pending.sends.append((_failed(exc), [r], target))
+                            continue
+                    slot[1].append(r)
                     nbytes += len(r.value or b"") + len(r.key or b"")
                     forwarded += 1
                 elif isinstance(route, Skip):
@@ -229,21 +272,31 @@ class MirrorFlow:
                         )
                         break
                     fut = await self._dead_letter(r, tp, f"malformed-headers: {route.error}")
-                    pending.sends.append((fut, r, s.dead_letter_topic))
+                    pending.sends.append((fut, [r], s.dead_letter_topic))
                     self.metrics.dead_lettered.labels(
                         **self._labels, topic=tp.topic, reason="malformed-headers"
                     ).inc()
-            else:
-                pending.offsets[tp] = records[-1].offset + 1
-                pending.copied[tp.topic] += forwarded
-                pending.bytes[tp.topic] += nbytes
-                pending.timestamps.append(records[-1].timestamp)
-                self._set_lag(tp, records[-1].offset + 1)
-                continue
-            break  # malformed with on_error=fail: nothing after it in this batch
+            for p, slot in open_batches.items():
+                if slot[1]:
+                    await self._submit(slot, target, p, pending)
+            if pending.malformed is not None:
+                break  # malformed with on_error=fail: nothing after it in this batch
+            pending.offsets[tp] = records[-1].offset + 1
+            pending.copied[tp.topic] += forwarded
+            pending.bytes[tp.topic] += nbytes
+            pending.timestamps.append(records[-1].timestamp)
+            self._set_lag(tp, records[-1].offset + 1)
         for (topic, reason), n in skipped.items():
             self.metrics.skipped.labels(**self._labels, topic=topic, reason=reason).inc(n)
         return pending
+
+    async def _submit(
+        self, slot: tuple[Any, list[Any]], target: str, partition: int, pending: Pending
+    ) -> None:
+        assert self._producer is not None
+        builder, held = slot
+        fut = await self._producer.send_batch(builder, target, partition=partition)
+        pending.sends.append((fut, held, target))
 
     async def _target_topic(self, source_topic: str) -> str | None:
         target = self.router.target_topic(source_topic)
@@ -316,9 +369,10 @@ class MirrorFlow:
     async def _settle(self, pending: Pending) -> None:
         futures = [f for f, _, _ in pending.sends]
         results = await asyncio.gather(*futures, return_exceptions=True)
-        for (_, record, target), result in zip(pending.sends, results, strict=True):
+        for (_, held, target), result in zip(pending.sends, results, strict=True):
             if isinstance(result, BaseException):
-                await self._refused(record, target, result)
+                for record in held:
+                    await self._refused(record, target, result)
         now = time.time()
         hist = self.metrics.latency.labels(**self._labels)
         for ts in pending.timestamps:
