@@ -17,6 +17,8 @@ from pathlib import Path
 import orjson
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
+from aa.admin import ClusterAdmin
+
 
 def percentiles(values: array[int]) -> dict[str, float]:
     if not values:
@@ -37,19 +39,21 @@ def percentiles(values: array[int]) -> dict[str, float]:
     }
 
 
-async def probe(bootstrap: str, topic: str, count: int, timeout_s: float, ready: Path) -> dict:
+async def probe(
+    bootstrap: str, topic: str, count: int, timeout_s: float, ready: Path
+) -> dict[str, float]:
     consumer = AIOKafkaConsumer(
         bootstrap_servers=bootstrap, enable_auto_commit=False, fetch_max_wait_ms=100
     )
     await consumer.start()
     try:
         deadline = time.monotonic() + 30
-        while not (parts := consumer.partitions_for_topic(topic)):
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"topic {topic} not found on {bootstrap}")
-            await consumer.topics()  # refresh metadata
-            await asyncio.sleep(0.2)
-        tps = [TopicPartition(topic, p) for p in sorted(parts)]
+        async with ClusterAdmin("bench", bootstrap_servers=bootstrap) as admin:
+            while (info := (await admin.topics()).get(topic)) is None:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"topic {topic} not found on {bootstrap}")
+                await asyncio.sleep(0.2)
+        tps = [TopicPartition(topic, p) for p in range(info.partitions)]
         consumer.assign(tps)
         await consumer.seek_to_end(*tps)
         for tp in tps:

@@ -32,6 +32,7 @@ JVM_PERF_OPTS = (
     "-XX:MaxInlineLevel=15",
     "-Djava.awt.headless=true",
 )
+REPO = Path(__file__).resolve().parent.parent
 MM2_HEAP = ("-Xms256M", "-Xmx2G")
 TOOL_HEAP = ("-Xmx512M",)
 
@@ -91,6 +92,8 @@ class Procs:
     def start(self, spec: Spec) -> Running:
         spec.log_dir.mkdir(parents=True, exist_ok=True)
         env = {**os.environ, **dict(spec.env)}
+        # Children run in their log folder: let `python -m bench...` find this checkout.
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
         with (spec.log_dir / "stdout.log").open("ab") as out:
             proc = subprocess.Popen(
                 spec.argv,

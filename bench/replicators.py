@@ -30,24 +30,26 @@ def aa_deployment(
     *,
     per_process: Sequence[tuple[str, str]],
     loop_prevention: str = "headers",
+    profile: bool = False,
 ) -> Deployment:
-    """``per_process``: one ``("--flow", "SF->NYC")`` or ``("--dc", "NYC")`` per process."""
+    """``per_process``: one ``("--flow", "SF->NYC")`` or ``("--dc", "NYC")`` per process;
+    ``profile`` runs each under pyinstrument (text report in its log folder; slower)."""
     run_dir.mkdir(parents=True, exist_ok=True)
     text = aa_topology(bootstraps, flows, topics, tuning, loop_prevention=loop_prevention)
     path = run_dir / "aa-topology.yaml"
     path.write_text(text)
-    specs = tuple(
-        Spec(
-            f"aa {flag} {value}",
-            python_cmd(
-                "aa.cli.main",
-                ["--log-format", "json", "run", "--config", str(path), flag, value],
-            ),
-            run_dir / f"aa-{value.replace('->', '-')}",
-        )
-        for flag, value in per_process
-    )
-    return Deployment("aa", specs, path.name, text)
+    specs = []
+    for flag, value in per_process:
+        log_dir = run_dir / f"aa-{value.replace('->', '-')}"
+        args = ["--log-format", "json", "run", "--config", str(path), flag, value]
+        if profile:
+            report = str(log_dir / "profile.txt")
+            argv = python_cmd("pyinstrument", ["-r", "text", "-o", report, "-m", "aa.cli.main"])
+            argv = (*argv, *args)
+        else:
+            argv = python_cmd("aa.cli.main", args)
+        specs.append(Spec(f"aa {flag} {value}", argv, log_dir))
+    return Deployment("aa", tuple(specs), path.name, text)
 
 
 def mm2_deployment(

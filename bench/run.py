@@ -46,6 +46,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--compression", default="none")
     p.add_argument("--aa-loop-prevention", default="headers", choices=["headers", "prefix"])
     p.add_argument(
+        "--aa-profile",
+        action="store_true",
+        help="run aa under pyinstrument (report in the work folder; figures then not comparable)",
+    )
+    p.add_argument(
         "--bootstrap",
         help="use running clusters instead of starting dedicated ones: SF=h:p,NYC=h:p,LON=h:p",
     )
@@ -82,7 +87,7 @@ def main(argv: list[str] | None = None) -> Path:
         records=args.records, record_size=args.record_size, partitions=args.partitions,
         rate=args.rate, duration_s=args.duration, mesh_rate=args.mesh_rate,
         mesh_duration_s=args.mesh_duration, runners=runners,
-        aa_loop_prevention=args.aa_loop_prevention,
+        aa_loop_prevention=args.aa_loop_prevention, aa_profile=args.aa_profile,
     )  # fmt: skip
     tuning = Tuning(
         batch_size=args.batch_size, linger_ms=args.linger_ms, compression=args.compression,
@@ -124,7 +129,7 @@ def main(argv: list[str] | None = None) -> Path:
     ratios(doc["workloads"])
     doc["machine"]["load_avg_end"] = list(os.getloadavg())
     doc["finished_at"] = datetime.now(UTC).isoformat()
-    path = args.out / f"{started.strftime('%Y%m%dT%H%M%SZ')}.json"
+    path: Path = args.out / f"{started.strftime('%Y%m%dT%H%M%SZ')}.json"
     write_json(path, doc)
     print(table(doc["workloads"]))
     print(f"\nresult: {path}")

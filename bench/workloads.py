@@ -45,6 +45,7 @@ class Params:
     mesh_duration_s: int = 60
     runners: tuple[str, ...] = ("ceiling", "mm2", "aa")
     aa_loop_prevention: str = "headers"
+    aa_profile: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +83,7 @@ def _deploy(
         return aa_deployment(
             run_dir, ctx.bootstraps, flows, topics, ctx.tuning,
             per_process=[(flag, p) for p in per],
-            loop_prevention=ctx.params.aa_loop_prevention,
+            loop_prevention=ctx.params.aa_loop_prevention, profile=ctx.params.aa_profile,
         )  # fmt: skip
     targets = [p.split("->")[1] if "->" in p else p for p in per]
     policy = IDENTITY if workload != "W3" else DEFAULT_POLICY
