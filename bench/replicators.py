@@ -31,6 +31,7 @@ def aa_deployment(
     per_process: Sequence[tuple[str, str]],
     loop_prevention: str = "headers",
     profile: bool = False,
+    module: str = "aa.cli.main",
 ) -> Deployment:
     """``per_process``: one ``("--flow", "SF->NYC")`` or ``("--dc", "NYC")`` per process;
     ``profile`` runs each under pyinstrument (text report in its log folder; slower)."""
@@ -44,10 +45,10 @@ def aa_deployment(
         args = ["--log-format", "json", "run", "--config", str(path), flag, value]
         if profile:
             report = str(log_dir / "profile.txt")
-            argv = python_cmd("pyinstrument", ["-r", "text", "-o", report, "-m", "aa.cli.main"])
+            argv = python_cmd("pyinstrument", ["-r", "text", "-o", report, "-m", module])
             argv = (*argv, *args)
         else:
-            argv = python_cmd("aa.cli.main", args)
+            argv = python_cmd(module, args)
         specs.append(Spec(f"aa {flag} {value}", argv, log_dir))
     return Deployment("aa", tuple(specs), path.name, text)
 

@@ -51,6 +51,11 @@ def parser() -> argparse.ArgumentParser:
         help="run aa under pyinstrument (report in the work folder; figures then not comparable)",
     )
     p.add_argument(
+        "--aa-standin",
+        action="store_true",
+        help="run aa's mirror engine through bench/standin.py instead of `aa run`",
+    )
+    p.add_argument(
         "--bootstrap",
         help="use running clusters instead of starting dedicated ones: SF=h:p,NYC=h:p,LON=h:p",
     )
@@ -88,6 +93,7 @@ def main(argv: list[str] | None = None) -> Path:
         rate=args.rate, duration_s=args.duration, mesh_rate=args.mesh_rate,
         mesh_duration_s=args.mesh_duration, runners=runners,
         aa_loop_prevention=args.aa_loop_prevention, aa_profile=args.aa_profile,
+        aa_module="bench.standin" if args.aa_standin else "aa.cli.main",
     )  # fmt: skip
     tuning = Tuning(
         batch_size=args.batch_size, linger_ms=args.linger_ms, compression=args.compression,

@@ -46,6 +46,7 @@ class Params:
     runners: tuple[str, ...] = ("ceiling", "mm2", "aa")
     aa_loop_prevention: str = "headers"
     aa_profile: bool = False
+    aa_module: str = "aa.cli.main"
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,17 +79,20 @@ def _deploy(
 ) -> Deployment:
     """``per``: the flow (``SF->NYC``) or DC each process runs; MM2 runs one process per target."""
     run_dir = ctx.run_dir / workload / runner
+    dcs = {dc for f in flows for dc in f.split("->")}
+    bootstraps = {dc: b for dc, b in ctx.bootstraps.items() if dc in dcs}
     if runner == "aa":
         flag = "--flow" if "->" in per[0] else "--dc"
         return aa_deployment(
-            run_dir, ctx.bootstraps, flows, topics, ctx.tuning,
+            run_dir, bootstraps, flows, topics, ctx.tuning,
             per_process=[(flag, p) for p in per],
             loop_prevention=ctx.params.aa_loop_prevention, profile=ctx.params.aa_profile,
+            module=ctx.params.aa_module,
         )  # fmt: skip
     targets = [p.split("->")[1] if "->" in p else p for p in per]
     policy = IDENTITY if workload != "W3" else DEFAULT_POLICY
     return mm2_deployment(
-        run_dir, ctx.bootstraps, flows, topics, ctx.tuning, targets=targets, policy=policy
+        run_dir, bootstraps, flows, topics, ctx.tuning, targets=targets, policy=policy
     )
 
 
