@@ -165,3 +165,32 @@ def write_json(path: Path, doc: dict[str, Any]) -> None:
 
 def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-")
+
+
+def markdown(doc: dict[str, Any]) -> str:
+    """A docs/benchmarks.md section for one result file: machine, command, tables, configs."""
+    m = doc["machine"]
+    lines = [
+        f"Run {doc['started_at'][:19]}Z on {m['cpu_model']}, {m['cores']} cores, "
+        f"{m['memory_gb']} GB; Python {m['python']}, {m['java']}, Kafka {m['kafka']}, aiokafka "
+        f"{m['aiokafka']}, aa {m['aa_commit']}. Load average at start "
+        f"{'/'.join(f'{x:.1f}' for x in m['load_avg_start'])}, at end "
+        f"{'/'.join(f'{x:.1f}' for x in m.get('load_avg_end', []))}. Brokers: {doc['brokers']}.",
+        "",
+        "```bash",
+        doc["command"],
+        "```",
+        "",
+        table(doc["workloads"]),
+        "",
+        "Configs used (written by the harness; also in the result JSON):",
+    ]
+    for workload, by_runner in doc.get("configs", {}).items():
+        for runner, text in by_runner.items():
+            kind = "yaml" if runner == "aa" else "properties"
+            lines += ["", f"{workload} {runner}:", "", f"```{kind}", text.rstrip(), "```"]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    print(markdown(orjson.loads(Path(sys.argv[1]).read_bytes())))
