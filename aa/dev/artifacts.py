@@ -175,4 +175,8 @@ def fetch(artifacts: ArtifactSet, *, refresh: bool = False) -> list[Path]:
 
 
 def classpath(jars: list[Path]) -> str:
+    """A ``-cp`` value: ``dir/*`` when the jars are one checked folder (short `ps` lines)."""
+    folders = {p.parent for p in jars}
+    if len(folders) == 1:
+        return str(folders.pop() / "*")
     return os.pathsep.join(str(p) for p in jars)
