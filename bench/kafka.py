@@ -93,7 +93,7 @@ async def wait_arrival(
     expects: Sequence[Expect],
     *,
     timeout_s: float,
-    interval_s: float = 0.25,
+    interval_s: float = 0.1,
     on_first: Callable[[], None] | None = None,
     alive: Callable[[], str | None] | None = None,
 ) -> Arrival:
