@@ -187,3 +187,31 @@ def with_provenance(
 ) -> list[tuple[str, bytes]]:
     """The application's headers, in order, followed by ``provenance``'s headers."""
     return [*strip(headers), *provenance.headers()]
+
+
+def has_mirror_headers(headers: Iterable[tuple[str, bytes | None]] | None) -> bool:
+    """True when any ``aa-*`` header is present; False is the hot path's common case."""
+    return any(k.startswith(PREFIX) for k, _ in headers or ())
+
+
+class LocalStamp:
+    """Provenance headers for *local* records of one source partition copied A→B, precomputed.
+
+    Equivalent to ``with_provenance(h, LOCAL.forwarded(A, B, SourceRef(A, t, p, offset)))`` for
+    records without ``aa-*`` headers, at a fraction of the cost: the origin and path headers are
+    built once, the src header is a prefix plus the offset.
+    """
+
+    __slots__ = ("_origin", "_path", "_src_prefix")
+
+    def __init__(self, source: str, target: str, topic: str, partition: int) -> None:
+        self._origin = (ORIGIN, source.encode())
+        self._path = (PATH, f"{source},{target}".encode())
+        self._src_prefix = f"{source}/{topic}/{partition}/".encode()
+
+    def headers(self, offset: int, app_headers: Headers | None) -> list[tuple[str, bytes]]:
+        out = list(app_headers) if app_headers else []
+        out.append(self._origin)
+        out.append(self._path)
+        out.append((SRC, self._src_prefix + str(offset).encode()))
+        return out

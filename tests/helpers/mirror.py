@@ -23,6 +23,7 @@ class OriginOnlyRouter:
 
     def __init__(self, source: str, target: str, pattern: str) -> None:
         self.source, self.target, self._pattern = source, target, pattern
+        self._stamps: dict[tuple[str, int], provenance.LocalStamp] = {}
 
     def subscription(self) -> str:
         return self._pattern
@@ -33,6 +34,13 @@ class OriginOnlyRouter:
     def route(
         self, topic: str, partition: int, offset: int, headers: Sequence[tuple[str, bytes]]
     ) -> Route:
+        if not provenance.has_mirror_headers(headers):
+            stamp = self._stamps.get((topic, partition))
+            if stamp is None:
+                stamp = self._stamps[(topic, partition)] = provenance.LocalStamp(
+                    self.source, self.target, topic, partition
+                )
+            return stamp.headers(offset, headers)
         try:
             p = provenance.read(headers)
         except ProvenanceError as exc:

@@ -71,3 +71,23 @@ def test_check_dc_name() -> None:
     assert pv.check_dc_name("eu-west_1") == "eu-west_1"
     with pytest.raises(ValueError, match="invalid DC name"):
         pv.check_dc_name("SF.users")
+
+
+@given(
+    source=dc,
+    target=dc,
+    t=topic,
+    partition=st.integers(0, 99),
+    offset=st.integers(0, 2**40),
+    app=st.lists(
+        st.tuples(st.sampled_from(["x", "trace", "h"]), st.binary(max_size=8)), max_size=3
+    ),
+)
+def test_local_stamp_equals_the_general_path(
+    source: str, target: str, t: str, partition: int, offset: int, app: list[tuple[str, bytes]]
+) -> None:
+    assert not pv.has_mirror_headers(app)
+    slow = pv.with_provenance(
+        app, pv.LOCAL.forwarded(source, target, pv.SourceRef(source, t, partition, offset))
+    )
+    assert pv.LocalStamp(source, target, t, partition).headers(offset, app) == slow
