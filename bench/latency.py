@@ -40,8 +40,10 @@ def percentiles(values: array[int]) -> dict[str, float]:
 
 
 async def probe(
-    bootstrap: str, topic: str, count: int, timeout_s: float, ready: Path
+    bootstrap: str, topic: str, count: int, timeout_s: float, ready: Path, skip_s: float = 0.0
 ) -> dict[str, float]:
+    """Latencies of ``count`` records; the first ``skip_s`` seconds of them (by origin
+    timestamp) are read but left out of the figures: JIT and connection warm-up, not steady."""
     consumer = AIOKafkaConsumer(
         bootstrap_servers=bootstrap, enable_auto_commit=False, fetch_max_wait_ms=100
     )
@@ -60,13 +62,17 @@ async def probe(
             await consumer.position(tp)
         ready.touch()  # noqa: ASYNC240 - one tiny file, once
         latencies: array[int] = array("q")
+        seen, since = 0, None
         deadline = time.monotonic() + timeout_s
-        while len(latencies) < count and time.monotonic() < deadline:
+        while seen < count and time.monotonic() < deadline:
             batches = await consumer.getmany(timeout_ms=200, max_records=10000)
             now_ms = time.time_ns() // 1_000_000
             for records in batches.values():
-                latencies.extend(now_ms - r.timestamp for r in records)
-        return percentiles(latencies)
+                if since is None and records:
+                    since = records[0].timestamp + int(skip_s * 1000)
+                seen += len(records)
+                latencies.extend(now_ms - r.timestamp for r in records if r.timestamp >= since)
+        return {**percentiles(latencies), "received": seen, "skipped_warmup_s": skip_s}
     finally:
         await consumer.stop()
 
@@ -78,9 +84,12 @@ def main() -> None:
     parser.add_argument("--count", type=int, required=True)
     parser.add_argument("--timeout", type=float, default=300.0)
     parser.add_argument("--ready", type=Path, required=True)
+    parser.add_argument("--skip-s", type=float, default=0.0)
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
-    result = asyncio.run(probe(args.bootstrap, args.topic, args.count, args.timeout, args.ready))
+    result = asyncio.run(
+        probe(args.bootstrap, args.topic, args.count, args.timeout, args.ready, args.skip_s)
+    )
     args.out.write_bytes(orjson.dumps(result))
 
 

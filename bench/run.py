@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import logging
 import os
 import sys
 import tempfile
@@ -38,6 +39,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--partitions", type=int, default=6)
     p.add_argument("--rate", type=int, default=10_000, help="W2 records/s")
     p.add_argument("--duration", type=int, default=60, help="W2 seconds")
+    p.add_argument(
+        "--latency-warmup",
+        type=float,
+        default=5.0,
+        help="W2: leave the first seconds of records out of the latency figures",
+    )
     p.add_argument("--mesh-rate", type=int, default=5_000, help="W3 records/s per DC")
     p.add_argument("--mesh-duration", type=int, default=60, help="W3 seconds")
     p.add_argument("--mm2-tasks", type=int, default=1, help="MM2 tasks.max (its default: 1)")
@@ -93,12 +100,14 @@ def main(argv: list[str] | None = None) -> Path:
         rate=args.rate, duration_s=args.duration, mesh_rate=args.mesh_rate,
         mesh_duration_s=args.mesh_duration, runners=runners,
         aa_loop_prevention=args.aa_loop_prevention, aa_profile=args.aa_profile,
+        latency_warmup_s=args.latency_warmup,
         aa_module="bench.standin" if args.aa_standin else "aa.cli.main",
     )  # fmt: skip
     tuning = Tuning(
         batch_size=args.batch_size, linger_ms=args.linger_ms, compression=args.compression,
         mm2_tasks=args.mm2_tasks,
     )  # fmt: skip
+    logging.getLogger("aiokafka").setLevel(logging.ERROR)  # retries on fresh topics are noise
     started = datetime.now(UTC)
     dcs = ["SF", "NYC", "LON"] if "W3" in only else ["SF", "NYC"]
     doc: dict[str, Any] = {

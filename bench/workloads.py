@@ -46,6 +46,7 @@ class Params:
     runners: tuple[str, ...] = ("ceiling", "mm2", "aa")
     aa_loop_prevention: str = "headers"
     aa_profile: bool = False
+    latency_warmup_s: float = 5.0
     aa_module: str = "aa.cli.main"
 
 
@@ -207,7 +208,7 @@ def _probe(ctx: Ctx, runner: str, bootstrap: str, topic: str, count: int) -> tup
     ready, result = base / "ready", base / "latency.json"
     args = ["--bootstrap", bootstrap, "--topic", topic, "--count", str(count),
             "--timeout", str(ctx.params.duration_s + 120), "--ready", str(ready),
-            "--out", str(result)]  # fmt: skip
+            "--out", str(result), "--skip-s", str(ctx.params.latency_warmup_s)]  # fmt: skip
     running = ctx.procs.start(Spec(f"latency {topic}", python_cmd("bench.latency", args), base))
     deadline = time.monotonic() + 60
     while not ready.exists():
