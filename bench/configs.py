@@ -70,8 +70,12 @@ def aa_topology(
             "max_partition_fetch_bytes": tuning.max_partition_fetch_bytes,
             "batch_size": tuning.batch_size,
             "linger_ms": tuning.linger_ms,
-            "compression": None if tuning.compression == "none" else tuning.compression,
+            "compression": tuning.compression,
         },
+        # Like MM2 below: no heartbeats, no consumer-group checkpoints; offset syncs stay on
+        # in both (MM2 always writes them).
+        "heartbeats": {"enabled": False},
+        "checkpoints": {"enabled": False},
         "metrics": {"port": metrics_port},
     }
     return str(yaml.safe_dump(doc, sort_keys=False))

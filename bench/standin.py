@@ -49,7 +49,7 @@ def main() -> None:
             max_partition_fetch_bytes=tuning.get("max_partition_fetch_bytes", 4 << 20),
             batch_size=tuning.get("batch_size", 512 << 10),
             linger_ms=tuning.get("linger_ms", 5),
-            compression=tuning.get("compression"),
+            compression=None if tuning.get("compression") == "none" else tuning.get("compression"),
         )
         pairs.append((settings, OriginOnlyRouter(src, dst, pattern)))
     asyncio.run(Supervisor(pairs, Metrics()).run())
