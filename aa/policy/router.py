@@ -1,0 +1,214 @@
+"""Per-record decisions of one flow A→B: skip (would loop), forward (with which headers), or
+malformed. Implements :class:`aa.mirror.types.Router`; pure, synchronous and cached.
+
+Cost model (the hot path): the topic decision is cached per topic; a record without any
+``aa-*`` header (written locally by an application) takes the fast path — one scan of its
+header keys and a precomputed :class:`~aa.provenance.LocalStamp`; a record with provenance
+headers pays one scan plus a dict lookup keyed by its raw ``aa-origin``/``aa-path`` values
+(the decision for each distinct origin and path is computed once) and the check of its
+``aa-src``.
+
+Decision for a record with provenance (origin O, path P) on flow A→B:
+
+1. malformed headers (not UTF-8, bad DC name, repeated, ``aa-path`` not starting with O, …)
+   → :class:`Malformed` (the flow stops or dead-letters per ``on_error``);
+2. P names a DC twice → skip ``looped``; B is O or on P → skip ``visited``;
+3. headers mode: O not a DC of the topology → skip ``unknown-origin``; A→B not on O's route
+   tree (:mod:`aa.policy.routes`) → skip ``not-on-route`` (in a full mesh: every record that did
+   not originate in A);
+4. otherwise forward with the application's headers followed by ``aa-origin`` O,
+   ``aa-path`` P+B and the unchanged ``aa-src``.
+
+A local record is forwarded with ``aa-origin`` A, ``aa-path`` A,B and ``aa-src`` naming its
+topic, partition and offset in A. In prefix mode the topic decision has already chosen which
+topics carry which origin, so steps 3 is skipped; step 2 still guards against loops.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from aa.config.model import Flow, Topology
+from aa.errors import ProvenanceError
+from aa.mirror.types import Headers, Malformed, Route, Skip
+from aa.policy.routes import RouteTable
+from aa.policy.selection import TopicDecision, TopicSelector
+from aa.provenance import (
+    ORIGIN,
+    PATH,
+    PREFIX,
+    SRC,
+    LocalStamp,
+    SourceRef,
+    read,
+    strip,
+)
+
+CACHE_LIMIT = 4096
+"""Distinct (origin, path) values remembered; far more than any real topology produces."""
+_DUMMY_SRC = b"A/t/0/0"
+
+SKIP_LOOPED = Skip("looped")
+SKIP_VISITED = Skip("visited")
+SKIP_UNKNOWN_ORIGIN = Skip("unknown-origin")
+SKIP_NOT_ON_ROUTE = Skip("not-on-route")
+SKIP_NOT_ROUTED = Skip("not-routed")
+
+
+class RecordLike(Protocol):
+    """What :meth:`FlowRouter.route_batch` reads of a record (aiokafka's ConsumerRecord)."""
+
+    @property
+    def offset(self) -> int: ...
+
+    @property
+    def headers(self) -> Headers: ...
+
+
+_Forward = tuple[tuple[str, bytes], tuple[str, bytes]]
+"""The ``aa-origin`` and ``aa-path`` headers of a forwarded copy."""
+
+
+class FlowRouter:
+    """Routing of one flow; build one per flow and process (it caches per topic and origin)."""
+
+    def __init__(self, topology: Topology, flow: Flow, *, routes: RouteTable | None = None) -> None:
+        self.flow = flow
+        self.source = flow.source
+        self.target = flow.target
+        self.routes = routes or RouteTable(topology.dc_names, topology.flows)
+        self.topics = TopicSelector(topology, flow, routes=self.routes)
+        self._headers_mode = topology.loop_prevention.mode == "headers"
+        self._dcs = frozenset(topology.dc_names)
+        self._stamps: dict[tuple[str, int], LocalStamp] = {}
+        self._decisions: dict[tuple[bytes | None, bytes | None, bool], Route | _Forward] = {}
+
+    # -- topics -----------------------------------------------------------------------------
+
+    def subscription(self) -> str:
+        """Regex of the source topics to consume (a superset of the copied ones)."""
+        return self.topics.subscription()
+
+    def target_topic(self, source_topic: str) -> str | None:
+        """The topic's name in the target DC, or ``None`` when this flow does not copy it."""
+        return self.topics.decide(source_topic).target
+
+    def topic_decision(self, source_topic: str) -> TopicDecision:
+        """The cached topic decision, with the reason when the topic is not copied."""
+        return self.topics.decide(source_topic)
+
+    # -- records ----------------------------------------------------------------------------
+
+    def route(self, topic: str, partition: int, offset: int, headers: Headers) -> Route:
+        """The headers to write in the target, or :class:`Skip` / :class:`Malformed`."""
+        if self.topics.decide(topic).target is None:
+            return SKIP_NOT_ROUTED
+        for key, _ in headers:
+            if key.startswith(PREFIX):
+                return self._with_provenance(topic, partition, offset, headers)
+        stamp = self._stamps.get((topic, partition))
+        if stamp is None:
+            stamp = self._stamps[(topic, partition)] = LocalStamp(
+                self.source, self.target, topic, partition
+            )
+        return stamp.headers(offset, headers)
+
+    def route_batch(self, topic: str, partition: int, records: Sequence[RecordLike]) -> list[Route]:
+        """:meth:`route` for every record of one fetched partition batch, in order."""
+        if self.topics.decide(topic).target is None:
+            return [SKIP_NOT_ROUTED] * len(records)
+        stamp = self._stamps.get((topic, partition))
+        if stamp is None:
+            stamp = self._stamps[(topic, partition)] = LocalStamp(
+                self.source, self.target, topic, partition
+            )
+        out: list[Route] = []
+        append = out.append
+        local = stamp.headers
+        for r in records:
+            headers = r.headers
+            for key, _ in headers:
+                if key.startswith(PREFIX):
+                    append(self._with_provenance(topic, partition, r.offset, headers))
+                    break
+            else:
+                append(local(r.offset, headers))
+        return out
+
+    def _with_provenance(self, topic: str, partition: int, offset: int, headers: Headers) -> Route:
+        origin = path = src = None
+        has_src = repeated = False
+        for key, value in headers:
+            if key == ORIGIN:
+                repeated |= origin is not None
+                origin = value if value is not None else b"\x00"  # None is malformed too
+            elif key == PATH:
+                repeated |= path is not None
+                path = value if value is not None else b"\x00"
+            elif key == SRC:
+                repeated |= has_src
+                has_src, src = True, value
+        if repeated:
+            return _malformed(headers)
+        cache_key = (origin, path, has_src)
+        decision = self._decisions.get(cache_key)
+        if decision is None:
+            decision = self._decide(origin, path, has_src)
+            if len(self._decisions) >= CACHE_LIMIT:
+                self._decisions.clear()
+            self._decisions[cache_key] = decision
+        if not isinstance(decision, tuple):
+            return decision
+        if has_src:
+            if src is None:
+                return Malformed(f"header {SRC} has no value")
+            try:
+                SourceRef.decode(src)
+            except ProvenanceError as exc:
+                return Malformed(str(exc))
+            src_header = (SRC, src)
+        else:
+            src_header = (SRC, SourceRef(self.source, topic, partition, offset).encode())
+        return [*strip(headers), decision[0], decision[1], src_header]
+
+    def _decide(self, origin: bytes | None, path: bytes | None, has_src: bool) -> Route | _Forward:
+        raw: list[tuple[str, bytes]] = []
+        if origin is not None:
+            raw.append((ORIGIN, origin))
+        if path is not None:
+            raw.append((PATH, path))
+        if has_src:
+            raw.append((SRC, _DUMMY_SRC))
+        try:
+            p = read(raw)
+        except ProvenanceError as exc:
+            return Malformed(str(exc))
+        if p.origin is None:  # only aa-ts or other non-provenance aa-* headers: a local record
+            return ((ORIGIN, self.source.encode()), (PATH, f"{self.source},{self.target}".encode()))
+        if p.looped:
+            return SKIP_LOOPED
+        if p.has_visited(self.target):
+            return SKIP_VISITED
+        if self._headers_mode:
+            if p.origin not in self._dcs:
+                return SKIP_UNKNOWN_ORIGIN
+            if not self.routes.forwards(p.origin, self.source, self.target):
+                return SKIP_NOT_ON_ROUTE
+        new_path = (*(p.path or (p.origin,)), self.target)
+        return ((ORIGIN, p.origin.encode()), (PATH, ",".join(new_path).encode()))
+
+
+def _malformed(headers: Headers) -> Malformed:
+    try:
+        read(headers)
+    except ProvenanceError as exc:
+        return Malformed(str(exc))
+    return Malformed("malformed aa-* headers")  # pragma: no cover - read() raises on repeats
+
+
+def routers_for(topology: Topology, dc: str) -> list[FlowRouter]:
+    """One router per inbound flow of ``dc`` (what ``aa run --dc`` runs), sharing one route
+    table."""
+    routes = RouteTable(topology.dc_names, topology.flows)
+    return [FlowRouter(topology, f, routes=routes) for f in topology.inbound(dc)]
