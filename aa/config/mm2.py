@@ -168,7 +168,9 @@ def read_mm2(text: str, file: str = "<string>") -> Topology:
             f"{file}: no flow is enabled; allowed: `A->B.enabled = true` for some clusters A, B"
         )
 
-    raw: dict[str, Any] = {"datacenters": datacenters, "flows": flows}
+    every = {f"{a}->{b}" for a in clusters for b in clusters if a != b}
+    full = enabled == every and all(isinstance(f, str) for f in flows)
+    raw: dict[str, Any] = {"datacenters": datacenters, "flows": "full-mesh" if full else flows}
     tf = _topic_filter("topics", take)
     if tf:
         raw["topics"] = tf
