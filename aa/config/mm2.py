@@ -221,8 +221,15 @@ def _client(c: str, props: dict[str, str], take: Any, file: str) -> dict[str, An
         if v is not None:
             vals[key] = v.strip()
     out: dict[str, Any] = {}
+    protocol = vals.get("security.protocol", "PLAINTEXT").upper()
     if "security.protocol" in vals:
-        out["security_protocol"] = vals["security.protocol"].upper()
+        out["security_protocol"] = protocol
+    # Kafka's Java clients ignore SSL settings without SSL and SASL settings without SASL (a
+    # top-level setting may be meant for the other clusters); so do we.
+    if "SSL" not in protocol:
+        vals = {k: v for k, v in vals.items() if not k.startswith("ssl.")}
+    if not protocol.startswith("SASL_"):
+        vals = {k: v for k, v in vals.items() if not k.startswith("sasl.")}
     ssl: dict[str, str] = {}
     for kind, target in (("truststore", "cafile"), ("keystore", "certfile")):
         loc = vals.get(f"ssl.{kind}.location")
