@@ -158,15 +158,18 @@ class FlowRouter:
             if len(self._decisions) >= CACHE_LIMIT:
                 self._decisions.clear()
             self._decisions[cache_key] = decision
-        if not isinstance(decision, tuple):
+        if isinstance(decision, Malformed):
             return decision
-        if has_src:
+        if has_src:  # checked even when skipping: malformed is malformed on every flow
             if src is None:
                 return Malformed(f"header {SRC} has no value")
             try:
                 SourceRef.decode(src)
             except ProvenanceError as exc:
                 return Malformed(str(exc))
+        if not isinstance(decision, tuple):
+            return decision
+        if src is not None:
             src_header = (SRC, src)
         else:
             src_header = (SRC, SourceRef(self.source, topic, partition, offset).encode())
