@@ -11,7 +11,7 @@ import pytest
 
 from tests.conftest import DcCluster
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = pytest.mark.integration  # ~20 s (2k records; MM2 start-up dominates)
 
 REPO = Path(__file__).resolve().parents[3]
 
