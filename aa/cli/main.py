@@ -20,6 +20,7 @@ from aa.logs import configure
 COMMAND_MODULES: tuple[str, ...] = (
     "aa.cli.dev",
     "aa.cli.demo",
+    "aa.cli.run",
     "aa.cli.plan",
 )
 

@@ -1,0 +1,64 @@
+"""`aa run`: the mirror process of one DC (all its inbound flows) or of one flow."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from aa.config import load_config
+from aa.logs import get_logger
+from aa.mirror.build import build_flows, select_flows
+from aa.mirror.supervisor import Supervisor
+from aa.observe.http import MetricsServer
+from aa.observe.metrics import Metrics
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("run", help="run mirror flows: every inbound flow of a DC, or one flow")
+    p.add_argument("--config", type=Path, required=True, help="topology YAML or MM2 properties")
+    who = p.add_mutually_exclusive_group(required=True)
+    who.add_argument("--dc", help="run every flow into this DC (run it in that DC)")
+    who.add_argument("--flow", help="run one flow, e.g. SF->NYC")
+    p.add_argument(
+        "--metrics-port",
+        type=int,
+        default=None,
+        help="Prometheus /metrics and /healthz port (default: from the config; 0 picks a free one)",
+    )
+    p.add_argument(
+        "--shutdown-timeout",
+        type=float,
+        default=30.0,
+        help="seconds to finish in-flight batches and commit on SIGTERM/SIGINT",
+    )
+    p.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    topology = load_config(args.config)
+    flows = build_flows(topology, select_flows(topology, dc=args.dc, flow=args.flow))
+    return asyncio.run(serve(topology, flows, args.metrics_port, args.shutdown_timeout))
+
+
+async def serve(
+    topology: Any, flows: list[Any], metrics_port: int | None, shutdown_timeout: float
+) -> int:
+    log = get_logger("aa.run")
+    metrics = Metrics()
+    supervisor = Supervisor(flows, metrics, shutdown_timeout_s=shutdown_timeout)
+    port = topology.metrics.port if metrics_port is None else metrics_port
+    server = MetricsServer(metrics, supervisor.health, topology.metrics.host, port)
+    await server.start()
+    log.info(
+        "mirror_started",
+        flows=[s.name for s, _ in flows],
+        metrics=f"http://{server.host}:{server.port}/metrics",
+    )
+    try:
+        await supervisor.run()
+    finally:
+        await server.close()
+    failed = [n for n, st in supervisor.states.items() if st.state == "failed"]
+    return 1 if failed else 0

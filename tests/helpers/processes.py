@@ -1,0 +1,71 @@
+"""Run `aa` commands as real processes in tests (the way operators run them)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+import yaml
+
+
+def write_topology(path: Path, clusters: dict[str, str], **fields: object) -> Path:
+    """A topology YAML for ``clusters`` (DC -> bootstrap) with ``fields`` set; heartbeats and
+    checkpoints off unless given, so tests see only their own topics' traffic."""
+    doc: dict[str, object] = {
+        "datacenters": {dc: {"bootstrap": b} for dc, b in clusters.items()},
+        "heartbeats": {"enabled": False},
+        "checkpoints": {"enabled": False},
+    }
+    doc.update(fields)
+    path.write_text(yaml.safe_dump(orjson.loads(orjson.dumps(doc)), sort_keys=False))
+    return path
+
+
+class AaProcess:
+    """One `aa ...` subprocess with its output in a log file."""
+
+    def __init__(self, args: list[str], log: Path) -> None:
+        self.args = args
+        self.log_path = log
+        env = {**os.environ, "AA_LOG_FORMAT": "json"}
+        self._log = log.open("ab")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "aa.cli.main", *args],
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
+
+    def kill9(self) -> None:
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(30)
+
+    def stop(self, timeout: float = 60) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+        self._log.close()
+        return self.proc.returncode
+
+    def output(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+
+@contextlib.contextmanager
+def aa_processes(*runs: tuple[list[str], Path]) -> Iterator[list[AaProcess]]:
+    procs = [AaProcess(args, log) for args, log in runs]
+    try:
+        yield procs
+    finally:
+        for p in procs:
+            p.stop()

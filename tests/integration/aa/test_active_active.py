@@ -1,0 +1,138 @@
+"""Three DCs, every flow running as `aa run --dc X` processes: each DC's applications write
+concurrently, and after quiescence every DC holds every event exactly once."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter, defaultdict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import DcCluster
+from tests.helpers.kafka import Rec, consume_all, create_topic, produce
+from tests.helpers.processes import aa_processes, write_topology
+
+pytestmark = pytest.mark.integration
+
+DCS = ("SF", "NYC", "LON")
+PARTITIONS = 3
+
+
+def _events(dc: str, n: int) -> list[Rec]:
+    return [
+        Rec(
+            f"user-{i % 200}".encode(),
+            f"{dc}:{i}".encode(),
+            [("app-trace", f"{dc}-{i}".encode())],
+            partition=i % PARTITIONS,
+            timestamp_ms=1_700_000_000_000 + i,
+        )
+        for i in range(n)
+    ]
+
+
+def _identity(dc: str, rec: Any) -> tuple[str, str]:
+    """(origin DC, origin src) of a record read in ``dc``; local records are their own src."""
+    h = dict(rec.headers)
+    if "aa-src" in h:
+        return h["aa-origin"].decode(), h["aa-src"].decode()
+    return dc, f"{dc}/{rec.topic}/{rec.partition}/{rec.offset}"
+
+
+def _check_dc(dc: str, records: list[Any], per_dc: int, local_topic: Callable[[str], str]) -> None:
+    ids = Counter(_identity(dc, r)[1] for r in records)
+    assert len(ids) == per_dc * len(DCS), f"{dc}: {len(ids)} distinct events"
+    dupes = [k for k, n in ids.items() if n > 1]
+    detail = [
+        (r.partition, r.offset, dict(r.headers).get("aa-path"))
+        for r in records
+        if _identity(dc, r)[1] in dupes[:2]
+    ]
+    assert not dupes, f"{dc}: {len(dupes)} duplicated, e.g. {detail}"
+    by_origin_partition: dict[tuple[str, int], list[int]] = defaultdict(list)
+    for r in sorted(records, key=lambda r: (r.topic, r.partition, r.offset)):
+        h = dict(r.headers)
+        path = h.get("aa-path", dc.encode()).decode().split(",")
+        assert len(path) == len(set(path)), f"looped: {path}"
+        assert len(path) <= 2  # full mesh: one hop from the origin
+        origin, src = _identity(dc, r)
+        value = r.value.decode()
+        assert value.startswith(f"{origin}:")
+        i = int(value.split(":")[1])
+        assert r.timestamp == 1_700_000_000_000 + i
+        assert r.key == f"user-{i % 200}".encode()
+        assert h["app-trace"] == f"{origin}-{i}".encode()
+        assert next(iter(r.headers)) == ("app-trace", f"{origin}-{i}".encode())
+        _, _topic, part, offset = src.split("/")
+        assert r.partition == int(part)
+        by_origin_partition[(origin, int(part))].append(int(offset))
+    for key, offsets in by_origin_partition.items():
+        assert offsets == sorted(offsets), f"{dc}: order broken for {key}"
+
+
+async def _mesh(
+    tmp_path: Path,
+    dc_clusters: dict[str, DcCluster],
+    topics: dict[str, str],
+    loop_prevention: object,
+    per_dc: int,
+    read_topics: Callable[[str], list[str]],
+) -> None:
+    clusters = {dc: dc_clusters[dc].bootstrap for dc in DCS}
+    include = sorted(set(topics.values()))
+    config = write_topology(
+        tmp_path / "topology.yaml",
+        clusters,
+        flows="full-mesh",
+        topics={"include": [*include, *[f"{dc}\\.{t}" for dc in DCS for t in include]]},
+        loop_prevention=loop_prevention,
+    )
+    for dc in DCS:
+        await create_topic(clusters[dc], topics[dc], partitions=PARTITIONS)
+    runs = [
+        (
+            ["run", "--config", str(config), "--dc", dc, "--metrics-port", "0"],
+            tmp_path / f"aa-{dc}.log",
+        )
+        for dc in DCS
+    ]
+    with aa_processes(*runs) as procs:
+        await asyncio.gather(
+            *(produce(clusters[dc], topics[dc], _events(dc, per_dc)) for dc in DCS)
+        )
+        for dc in DCS:
+            # every event arrived, then 2 s of quiescence to see any extra copy
+            final: list[Any] = []
+            topics_here = read_topics(dc)
+            expect = per_dc * len(DCS) // len(topics_here)
+            for t in topics_here:
+                final += await consume_all(clusters[dc], t, count=expect, timeout=120, settle=2.0)
+            _check_dc(dc, final, per_dc, lambda d: topics[d])
+    for p in procs:
+        assert p.proc.returncode == 0, p.output()[-3000:]
+
+
+async def test_full_mesh_headers_mode(
+    tmp_path: Path, dc_clusters: dict[str, DcCluster], unique_name: Callable[[str], str]
+) -> None:
+    topic = unique_name("users")
+    await _mesh(
+        tmp_path, dc_clusters, dict.fromkeys(DCS, topic), "headers", 10_000, lambda dc: [topic]
+    )
+
+
+async def test_full_mesh_prefix_mode_rename(
+    tmp_path: Path, dc_clusters: dict[str, DcCluster], unique_name: Callable[[str], str]
+) -> None:
+    topic = unique_name("users")
+    await _mesh(
+        tmp_path,
+        dc_clusters,
+        dict.fromkeys(DCS, topic),
+        {"mode": "prefix", "style": "rename"},
+        10_000,
+        lambda dc: [topic, *[f"{o}.{topic}" for o in DCS if o != dc]],
+    )
