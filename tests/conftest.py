@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import os
 import re
 import socket
@@ -53,7 +54,9 @@ def start_local_clusters(names: tuple[str, ...], root: Path) -> list[devcluster.
         devcluster.DevCluster(name, ports[2 * i], ports[2 * i + 1], root / name)
         for i, name in enumerate(names)
     ]
-    devcluster.up(specs, heap="384m")
+    # `up` runs its own event loop; from inside an async test, give it a thread of its own.
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        pool.submit(devcluster.up, specs, heap="384m").result()
     return specs
 
 
