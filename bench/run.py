@@ -58,11 +58,6 @@ def parser() -> argparse.ArgumentParser:
         help="run aa under pyinstrument (report in the work folder; figures then not comparable)",
     )
     p.add_argument(
-        "--aa-standin",
-        action="store_true",
-        help="run aa's mirror engine through bench/standin.py instead of `aa run`",
-    )
-    p.add_argument(
         "--bootstrap",
         help="use running clusters instead of starting dedicated ones: SF=h:p,NYC=h:p,LON=h:p",
     )
@@ -101,7 +96,6 @@ def main(argv: list[str] | None = None) -> Path:
         mesh_duration_s=args.mesh_duration, runners=runners,
         aa_loop_prevention=args.aa_loop_prevention, aa_profile=args.aa_profile,
         latency_warmup_s=args.latency_warmup,
-        aa_module="bench.standin" if args.aa_standin else "aa.cli.main",
     )  # fmt: skip
     tuning = Tuning(
         batch_size=args.batch_size, linger_ms=args.linger_ms, compression=args.compression,
