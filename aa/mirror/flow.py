@@ -223,8 +223,8 @@ class MirrorFlow:
             limit = self._size_limit(target)
             open_batches: dict[int, tuple[Any, list[Any]]] = {}
             nbytes = forwarded = 0
-            for r in records:
-                route = router.route(tp.topic, tp.partition, r.offset, r.headers)
+            routes = router.route_batch(tp.topic, tp.partition, records)
+            for r, route in zip(records, routes, strict=True):
                 if type(route) is list:
                     if limit and _size(r) > limit:
                         # The broker would refuse the whole batch holding it, and aiokafka's

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 Headers = Sequence[tuple[str, bytes]]
 
@@ -51,4 +51,9 @@ class Router(Protocol):
 
     def route(self, source_topic: str, partition: int, offset: int, headers: Headers) -> Route:
         """The headers to write in the target, or why not to copy the record."""
+        ...
+
+    def route_batch(self, source_topic: str, partition: int, records: Sequence[Any]) -> list[Route]:
+        """:meth:`route` for each record (anything with ``offset`` and ``headers``), in order;
+        the flow calls this once per fetched partition batch."""
         ...

@@ -31,6 +31,9 @@ class OriginOnlyRouter:
     def target_topic(self, source_topic: str) -> str | None:
         return source_topic
 
+    def route_batch(self, topic: str, partition: int, records: Sequence[Any]) -> list[Route]:
+        return [self.route(topic, partition, r.offset, r.headers) for r in records]
+
     def route(
         self, topic: str, partition: int, offset: int, headers: Sequence[tuple[str, bytes]]
     ) -> Route:
