@@ -170,7 +170,12 @@ def _w1_replicate(ctx: Ctx, runner: str, topic: str) -> dict[str, Any]:
         "cpu_s_per_million": cpu_copy / p.records * 1e6,
         "peak_rss_mb": round(max(u.peak_rss_bytes for u in finals) / MB, 1),
         "config": dep.config_name,
+        "commands": _commands(dep),
     }
+
+
+def _commands(dep: Deployment) -> list[str]:
+    return [" ".join(spec.argv) for spec in dep.specs]
 
 
 def _w1_ceiling(ctx: Ctx, topic: str, attempts: int = 2) -> dict[str, Any]:
@@ -269,6 +274,7 @@ def w2(ctx: Ctx) -> dict[str, Any]:
             if live is not None:
                 row["peak_rss_mb"] = round(max(u.peak_rss_bytes for u in live.stop()) / MB, 1)
                 row["config"] = live.deployment.config_name
+                row["commands"] = _commands(live.deployment)
         out[runner] = row
         ctx.log(f"W2 {runner}: p50 {latency.get('p50_ms')} ms, p99 {latency.get('p99_ms')} ms")
         for bootstrap in (src, dst):
@@ -336,6 +342,7 @@ def w3(ctx: Ctx) -> dict[str, Any]:
             "drain_s": round(arrival.done_at - live.marks["ready"][0], 3),
             "produced": produced,
             "config": dep.config_name,
+            "commands": _commands(dep),
         }
         ctx.log(f"W3 {runner}: cpu/M {out[runner]['cpu_s_per_million']}, "
                 f"RSS MB {out[runner]['peak_rss_mb']}")  # fmt: skip
