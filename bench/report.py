@@ -153,9 +153,16 @@ def table(workloads: dict[str, Any]) -> str:
 
 
 def _ratio_lines(w: dict[str, Any]) -> list[str]:
-    if not w.get("ratios"):
-        return [""]
-    return ["", "ratios: " + ", ".join(f"{k} = {_f(v, 2)}" for k, v in w["ratios"].items()), ""]
+    out = [""]
+    if w.get("ratios"):
+        out += ["ratios: " + ", ".join(f"{k} = {_f(v, 2)}" for k, v in w["ratios"].items()), ""]
+    if load := w.get("load_avg"):
+        out += [
+            f"machine load average (1/5/15 min) at start {_f(load['start'], 1)}, "
+            f"at end {_f(load['end'], 1)}",
+            "",
+        ]
+    return out
 
 
 def write_json(path: Path, doc: dict[str, Any]) -> None:

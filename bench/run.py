@@ -132,7 +132,13 @@ def main(argv: list[str] | None = None) -> Path:
         try:
             for name in only:
                 log(f"{name} starting")
+                load_start = [round(x, 2) for x in os.getloadavg()]
                 doc["workloads"][name] = WORKLOADS[name](ctx)
+                # The machine may be shared: say how busy it was while this workload ran.
+                doc["workloads"][name]["load_avg"] = {
+                    "start": load_start,
+                    "end": [round(x, 2) for x in os.getloadavg()],
+                }
         finally:
             doc["configs"] = _configs(work)
     ratios(doc["workloads"])
