@@ -6,19 +6,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from aa.config import model
+
 OnError = Literal["fail", "dead-letter"]
 
-DEFAULT_CONFIG_EXCLUDE = frozenset(
-    {
-        # MM2's defaults: settings that are about the local cluster, not the data.
-        "follower.replication.throttled.replicas",
-        "leader.replication.throttled.replicas",
-        "message.timestamp.difference.max.ms",
-        "message.timestamp.type",
-        "unclean.leader.election.enable",
-        "min.insync.replicas",
-    }
-)
+DEFAULT_CONFIG_EXCLUDE = frozenset(model.DEFAULT_CONFIG_EXCLUDE)
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,7 +3,6 @@ metrics and health over HTTP, graceful shutdown that commits what was copied."""
 
 from __future__ import annotations
 
-import asyncio
 import re
 from collections import Counter
 from collections.abc import Callable
@@ -13,21 +12,12 @@ import orjson
 import pytest
 
 from tests.conftest import DcCluster
+from tests.helpers.http import http_get
 from tests.helpers.kafka import Rec, consume_all, create_topic, eventually, produce
 from tests.helpers.mirror import committed
 from tests.helpers.processes import AaProcess, aa_processes, write_topology
 
 pytestmark = pytest.mark.integration
-
-
-async def _http_get(port: int, path: str) -> tuple[int, bytes]:
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    writer.write(f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
-    await writer.drain()
-    raw = await reader.read()
-    writer.close()
-    head, _, body = raw.partition(b"\r\n\r\n")
-    return int(head.split()[1]), body
 
 
 def _metrics_port(proc: AaProcess) -> int | None:
@@ -60,13 +50,13 @@ async def test_new_topic_is_picked_up_and_metrics_report_it(
         await produce(sf, second, [Rec(f"{i}".encode(), b"b", partition=i % 3) for i in range(30)])
         copied = await consume_all(nyc, second, count=30, timeout=60)
         port = await eventually(lambda: _metrics_port(proc), message="metrics port logged")
-        status, body = await _http_get(port, "/metrics")
+        status, body = await http_get(port, "/metrics")
         assert status == 200
         assert (
             f'aa_records_replicated_total{{source="SF",target="NYC",topic="{second}"}} 30.0'
             in body.decode()
         )
-        status, body = await _http_get(port, "/healthz")
+        status, body = await http_get(port, "/healthz")
         health = orjson.loads(body)
         assert status == 200
         assert health["flows"]["SF->NYC"]["state"] == "running"

@@ -2,25 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import orjson
 import pytest
 
 from aa.observe.http import MetricsServer
 from aa.observe.metrics import Metrics
+from tests.helpers.http import http_get
 
 pytestmark = pytest.mark.unit
-
-
-async def _get(port: int, path: str) -> tuple[int, bytes]:
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    writer.write(f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
-    await writer.drain()
-    raw = await reader.read()
-    writer.close()
-    head, _, body = raw.partition(b"\r\n\r\n")
-    return int(head.split()[1]), body
 
 
 async def test_metrics_and_health() -> None:
@@ -30,15 +19,15 @@ async def test_metrics_and_health() -> None:
     server = MetricsServer(metrics, lambda: (healthy["ok"], {"flows": {}}), port=0)
     await server.start()
     try:
-        status, body = await _get(server.port, "/metrics")
+        status, body = await http_get(server.port, "/metrics")
         assert status == 200
         assert b'aa_records_replicated_total{source="SF",target="NYC",topic="users"} 3.0' in body
-        status, body = await _get(server.port, "/healthz")
+        status, body = await http_get(server.port, "/healthz")
         assert (status, orjson.loads(body)["ok"]) == (200, True)
         healthy["ok"] = False
-        status, _ = await _get(server.port, "/healthz")
+        status, _ = await http_get(server.port, "/healthz")
         assert status == 503
-        status, _ = await _get(server.port, "/nope")
+        status, _ = await http_get(server.port, "/nope")
         assert status == 404
     finally:
         await server.close()
