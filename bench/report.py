@@ -192,8 +192,14 @@ def markdown(doc: dict[str, Any]) -> str:
         "",
         "Configs used (written by the harness; also in the result JSON):",
     ]
+    shown: dict[tuple[str, str], str] = {}  # (runner, text with the workload blanked) -> first
     for workload, by_runner in doc.get("configs", {}).items():
         for runner, text in by_runner.items():
+            key = (runner, re.sub(r"bench-w\d-", "bench-wN-", text))
+            if key in shown:
+                lines += ["", f"{workload} {runner}: as {shown[key]} {runner}, with its own topic."]
+                continue
+            shown[key] = workload
             kind = "yaml" if runner == "aa" else "properties"
             lines += ["", f"{workload} {runner}:", "", f"```{kind}", text.rstrip(), "```"]
     return "\n".join(lines) + "\n"
