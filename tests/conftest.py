@@ -24,6 +24,8 @@ import pytest
 
 from aa.dev import cluster as devcluster
 
+pytest_plugins = ["tests.spark_session"]
+
 DCS = ("SF", "NYC", "LON")
 
 

@@ -1,0 +1,23 @@
+"""The findings: pure ``DataFrame -> DataFrame`` transforms over normalised records
+(:mod:`spark_reconcile.records`). Each module is one finding; none collects data to the driver.
+"""
+
+from spark_reconcile.findings.completeness import completeness
+from spark_reconcile.findings.delay import delay_by_bucket, delay_by_flow
+from spark_reconcile.findings.divergent import divergent, key_states
+from spark_reconcile.findings.duplicated import duplicated
+from spark_reconcile.findings.looped import looped
+from spark_reconcile.findings.malformed import malformed
+from spark_reconcile.findings.missing import missing
+
+__all__ = [
+    "completeness",
+    "delay_by_bucket",
+    "delay_by_flow",
+    "divergent",
+    "duplicated",
+    "key_states",
+    "looped",
+    "malformed",
+    "missing",
+]

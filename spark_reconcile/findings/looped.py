@@ -1,0 +1,29 @@
+"""Looped: a record whose path names a DC twice, or that came back into its origin DC."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def is_looped() -> Any:
+    """True for a copy that has looped (a second copy of it is that loop, not a duplicate)."""
+    from pyspark.sql import functions as F
+
+    return F.col("has_prov") & (
+        (F.size(F.array_distinct("path")) < F.size("path")) | (F.col("origin") == F.col("dc"))
+    )
+
+
+def looped(df: Any) -> Any:
+    from pyspark.sql import functions as F
+
+    return df.filter(F.col("in_window") & F.col("prov_error").isNull() & is_looped()).select(
+        "dc",
+        "ltopic",
+        "rid",
+        F.concat_ws(",", "path").alias("path"),
+        "topic",
+        "partition",
+        "offset",
+        "ts",
+    )

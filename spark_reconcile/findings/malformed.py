@@ -1,0 +1,25 @@
+"""Malformed: records whose ``aa-*`` headers or event payload cannot be decoded. They are kept
+out of the other findings (their identity is unknown) and reported here, never dropped."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def malformed(df: Any) -> Any:
+    from pyspark.sql import functions as F
+
+    return df.filter(
+        F.col("in_window") & (F.col("prov_error").isNotNull() | F.col("event_error").isNotNull())
+    ).select(
+        "dc",
+        "ltopic",
+        "topic",
+        "partition",
+        "offset",
+        "ts",
+        F.when(F.col("prov_error").isNotNull(), F.lit("provenance"))
+        .otherwise(F.lit("event"))
+        .alias("kind"),
+        F.coalesce("prov_error", "event_error").alias("reason"),
+    )

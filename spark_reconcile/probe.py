@@ -1,0 +1,121 @@
+"""Before Spark starts: reach every DC, list its topics and fix each partition's offset range.
+
+Doing this with aiokafka first means an unreachable DC fails the run in seconds with its name
+(Spark's Kafka source would retry for minutes), and Spark then reads exact offset ranges
+(``assign`` + ``startingOffsets``/``endingOffsets`` JSON) that are recorded for the next run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer, TopicPartition
+
+from aa.config import client_kwargs
+from spark_reconcile.errors import DcUnreachableError
+from spark_reconcile.plan import ReadPlan
+from spark_reconcile.state import RunState
+from spark_reconcile.window import Window
+
+CONNECT_TIMEOUT_S = 15.0
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionRange:
+    """Offsets ``[start, end)`` of one partition of one DC's topic to read."""
+
+    dc: str
+    topic: str
+    logical: str
+    partition: int
+    start: int
+    end: int
+
+    @property
+    def empty(self) -> bool:
+        return self.end <= self.start
+
+
+async def probe(
+    plan: ReadPlan,
+    window: Window,
+    state: RunState | None = None,
+    timeout_s: float = CONNECT_TIMEOUT_S,
+) -> dict[str, list[PartitionRange]]:
+    """DC -> the partition ranges to read; raises :class:`DcUnreachableError` naming every DC
+    that did not answer."""
+    results = await asyncio.gather(
+        *(_probe_dc(plan, dc, window, state, timeout_s) for dc in plan.dcs),
+        return_exceptions=True,
+    )
+    failed = [r for r in results if isinstance(r, BaseException)]
+    if failed:
+        unreachable = [r for r in failed if isinstance(r, DcUnreachableError)]
+        if len(unreachable) != len(failed):
+            raise next(r for r in failed if not isinstance(r, DcUnreachableError))
+        raise DcUnreachableError("; ".join(str(r) for r in unreachable))
+    return {
+        dc: r for dc, r in zip(plan.dcs, results, strict=True) if not isinstance(r, BaseException)
+    }
+
+
+async def _probe_dc(
+    plan: ReadPlan, dc: str, window: Window, state: RunState | None, timeout_s: float
+) -> list[PartitionRange]:
+    spec = plan.datacenter(dc)
+    kwargs: dict[str, Any] = client_kwargs(spec)
+    kwargs["request_timeout_ms"] = int(timeout_s * 1000)
+    consumer = AIOKafkaConsumer(enable_auto_commit=False, **kwargs)
+    try:
+        async with asyncio.timeout(timeout_s):
+            await consumer.start()
+            topics = await consumer.topics()
+    except Exception as exc:  # aiokafka raises its own error classes, not only OSError
+        await consumer.stop()
+        raise DcUnreachableError(
+            f"DC {dc} at {spec.bootstrap} is unreachable: {exc!r} (check the broker is up "
+            "and the bootstrap address in the topology file)"
+        ) from exc
+    try:
+        async with asyncio.timeout(timeout_s * 4):
+            return await _ranges(consumer, plan, dc, topics, window, state)
+    except TimeoutError as exc:
+        raise DcUnreachableError(
+            f"DC {dc} at {spec.bootstrap} did not answer offset requests in time"
+        ) from exc
+    finally:
+        await consumer.stop()
+
+
+async def _ranges(
+    consumer: Any,
+    plan: ReadPlan,
+    dc: str,
+    topics: set[str],
+    window: Window,
+    state: RunState | None,
+) -> list[PartitionRange]:
+    reads = plan.reads(dc, topics)
+    tps: dict[TopicPartition, str] = {}
+    for r in reads:
+        for p in sorted(consumer.partitions_for_topic(r.topic) or ()):
+            tps[TopicPartition(r.topic, p)] = r.logical
+    if not tps:
+        return []
+    ends: Mapping[TopicPartition, int] = await consumer.end_offsets(list(tps))
+    begins: Mapping[TopicPartition, int] = await consumer.beginning_offsets(list(tps))
+    found = await consumer.offsets_for_times(dict.fromkeys(tps, window.read_from_ms))
+    out = []
+    for tp, logical in tps.items():
+        at = found.get(tp)
+        start = at.offset if at is not None else ends[tp]
+        if state is not None:
+            recorded = state.end_offset(dc, tp.topic, tp.partition)
+            if recorded is not None:  # also see what arrived since the last run (late copies)
+                start = min(start, recorded)
+        start = max(start, begins[tp])
+        out.append(PartitionRange(dc, tp.topic, logical, tp.partition, start, ends[tp]))
+    return out

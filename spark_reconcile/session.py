@@ -1,0 +1,68 @@
+"""The SparkSession: sane local defaults, or whatever ``spark-submit`` configured."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from spark_reconcile.errors import ReconcileError
+
+
+def under_spark_submit() -> bool:
+    """True when ``spark-submit`` launched this Python (it hands over a running JVM gateway)."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def build_session(
+    *,
+    master: str | None = None,
+    driver_memory: str = "2g",
+    shuffle_partitions: int = 8,
+    jars: Sequence[Path] | None = None,
+    extra: Mapping[str, str] | None = None,
+    app_name: str = "aa-reconcile",
+) -> Any:
+    """A SparkSession for the job.
+
+    Locally: ``local[*]`` (or ``master``), the Kafka source jars on ``spark.jars`` (resolved by
+    Maven into the cache, no network at run time), few shuffle partitions, UI and console
+    progress bars off. Under ``spark-submit`` the submitter's master, jars and memory win; only
+    ``master`` given explicitly is applied.
+    """
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        raise ReconcileError(
+            "PySpark is not installed: pip install 'aa[spark]' to run aa reconcile"
+        ) from None
+    builder = SparkSession.builder.appName(app_name)
+    submitted = under_spark_submit()
+    if master or not submitted:
+        builder = builder.master(master or "local[*]")
+    if not submitted:
+        if jars is None:
+            from aa.dev.spark import spark_kafka_jars
+
+            jars = spark_kafka_jars()
+        builder = (
+            builder.config("spark.jars", ",".join(str(j) for j in jars))
+            .config("spark.driver.memory", driver_memory)
+            .config("spark.ui.enabled", "false")
+            .config("spark.ui.showConsoleProgress", "false")
+            .config("spark.driver.host", "127.0.0.1")
+            .config("spark.driver.bindAddress", "127.0.0.1")
+        )
+    builder = (
+        builder.config("spark.sql.shuffle.partitions", str(shuffle_partitions))
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.adaptive.enabled", "true")
+        # Plain pickled Python UDFs: pandas/pyarrow are not dependencies of aa.
+        .config("spark.sql.execution.pythonUDF.arrow.enabled", "false")
+    )
+    for k, v in (extra or {}).items():
+        builder = builder.config(k, v)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
