@@ -1,0 +1,101 @@
+"""Read a small internal topic (offset syncs, stored EOS offsets, checkpoints, heartbeats) from
+the beginning to its end, then incrementally: the "remember" half of MM2's writer/store split.
+
+``catch_up`` returns only after every partition was read up to the end offset it saw when the
+call began, so a caller knows it has seen everything written (and, with ``read_committed``,
+committed) before that moment.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping
+from types import TracebackType
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer, TopicPartition
+
+from aa.errors import AaError
+
+
+class TopicReader:
+    """Tails every partition of one topic without a consumer group."""
+
+    def __init__(
+        self,
+        topic: str,
+        client: Mapping[str, Any],
+        *,
+        isolation_level: str = "read_committed",
+    ) -> None:
+        self.topic = topic
+        self._consumer = AIOKafkaConsumer(
+            **client,
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            isolation_level=isolation_level,
+        )
+        self._assigned: set[TopicPartition] = set()
+        self._started = False
+
+    async def start(self) -> None:
+        if not self._started:
+            await self._consumer.start()
+            self._started = True
+
+    async def close(self) -> None:
+        if self._started:
+            self._started = False
+            await self._consumer.stop()
+
+    async def __aenter__(self) -> TopicReader:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    async def _assign(self) -> None:
+        await self._consumer._client.force_metadata_update()
+        parts = self._consumer.partitions_for_topic(self.topic) or set()
+        tps = {TopicPartition(self.topic, p) for p in parts}
+        if tps != self._assigned:
+            new = tps - self._assigned
+            self._consumer.assign(sorted(tps))
+            if new:
+                await self._consumer.seek_to_beginning(*new)
+            self._assigned = tps
+
+    async def catch_up(self, timeout: float = 30.0) -> list[Any]:
+        """Every record written since the last call (all of them on the first), up to the end
+        offsets as of now; ``[]`` while the topic does not exist."""
+        await self._assign()
+        if not self._assigned:
+            return []
+        ends: dict[TopicPartition, int] = await self._consumer.end_offsets(list(self._assigned))
+        out: list[Any] = []
+        deadline = time.monotonic() + timeout
+        while True:
+            behind = [tp for tp, end in ends.items() if await self._consumer.position(tp) < end]
+            if not behind:
+                return out
+            if time.monotonic() > deadline:
+                raise AaError(
+                    f"reading {self.topic} to its end took more than {timeout}s "
+                    f"({len(behind)} partitions behind)"
+                )
+            batch = await self._consumer.getmany(*behind, timeout_ms=200)
+            for records in batch.values():
+                out.extend(records)
+            await asyncio.sleep(0)
+
+
+async def read_topic(
+    topic: str, client: Mapping[str, Any], *, isolation_level: str = "read_committed"
+) -> list[Any]:
+    """Every record of ``topic`` up to its current end (``[]`` when it does not exist)."""
+    async with TopicReader(topic, client, isolation_level=isolation_level) as reader:
+        return await reader.catch_up()
