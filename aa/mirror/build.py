@@ -39,6 +39,9 @@ def flow_settings(
         topic_sync=topology.topic_sync.enabled,
         topic_sync_interval_s=topology.topic_sync.interval_s,
         config_exclude=frozenset(topology.topic_sync.config_exclude),
+        delivery=topology.delivery,
+        offset_syncs=topology.offset_sync.enabled,
+        offset_sync_topic=topology.offset_sync.topic.format(source=flow.source, target=flow.target),
     )
 
 

@@ -1,5 +1,6 @@
 """One flow A→B: consume from A, route each record, produce to B, and commit A's offsets only
-after B acknowledged every record before them (at-least-once).
+after B acknowledged every record before them (at-least-once), or in one transaction on B
+with the copies (exactly-once; see :mod:`aa.mirror.delivery`).
 
 Pipeline: the fetch loop turns each ``getmany`` batch into a :class:`Pending` (the send futures
 and the offsets they advance) and puts it on a bounded queue — that bound is the backpressure;
@@ -26,10 +27,12 @@ from aiokafka.partitioner import murmur2
 from aa.admin import ClusterAdmin
 from aa.errors import AaError
 from aa.logs import get_logger
+from aa.mirror.delivery import Delivery, delivery_for
 from aa.mirror.settings import FlowSettings
 from aa.mirror.topics import TopicSync
 from aa.mirror.types import Malformed, Router, Skip
 from aa.observe.metrics import Metrics
+from aa.offsets.writer import OffsetSyncWriter, ensure_internal_topic
 from aa.provenance import MIRRORED_AT, SRC
 
 DEAD_LETTER_REASON = "aa-dlq-reason"
@@ -111,8 +114,17 @@ class _OnRevoke(ConsumerRebalanceListener):  # type: ignore[misc]  # aiokafka is
 class MirrorFlow:
     """Copies the records of one ordered DC pair. ``run`` returns when ``stop`` is set."""
 
-    def __init__(self, settings: FlowSettings, router: Router, metrics: Metrics) -> None:
+    def __init__(
+        self,
+        settings: FlowSettings,
+        router: Router,
+        metrics: Metrics,
+        delivery: Delivery | None = None,
+    ) -> None:
         self.settings = settings
+        self.delivery = delivery or delivery_for(settings)
+        self.syncs: OffsetSyncWriter | None = None
+        self.target_admin: ClusterAdmin | None = None
         self.router = router
         self.metrics = metrics
         self.log = get_logger("aa.mirror", flow=settings.name)
@@ -143,6 +155,7 @@ class MirrorFlow:
             )
             if s.topic_sync:
                 await self._topics.sync()
+            self.target_admin = target_admin
             self._producer = AIOKafkaProducer(
                 **s.target_client,
                 acks="all",
@@ -151,12 +164,18 @@ class MirrorFlow:
                 max_batch_size=s.batch_size,
                 compression_type=s.compression,
                 request_timeout_ms=s.request_timeout_ms,
+                **self.delivery.producer_options(),
             )
             await self._producer.start()
             stack.push_async_callback(self._producer.stop)
+            if s.offset_syncs:
+                await ensure_internal_topic(target_admin, s.sync_topic)
+                self.syncs = OffsetSyncWriter(self._producer, s.sync_topic)
+            await self.delivery.start(self)
+            group = self.delivery.group_id()
             self._consumer = AIOKafkaConsumer(
                 **s.source_client,
-                group_id=s.group_id,
+                group_id=group,
                 enable_auto_commit=False,
                 auto_offset_reset="earliest",
                 isolation_level="read_committed",
@@ -166,9 +185,15 @@ class MirrorFlow:
             )
             await self._consumer.start()
             stack.push_async_callback(self._consumer.stop)
-            self._consumer.subscribe(pattern=self.router.subscription(), listener=_OnRevoke(self))
+            listener = _OnRevoke(self) if group is not None else None
+            self._consumer.subscribe(pattern=self.router.subscription(), listener=listener)
             self.metrics.up.labels(**self._labels).set(1)
-            self.log.info("flow_started", group=s.group_id, pattern=self.router.subscription())
+            self.log.info(
+                "flow_started",
+                group=group,
+                delivery=s.delivery,
+                pattern=self.router.subscription(),
+            )
             try:
                 async with asyncio.TaskGroup() as tg:
                     self._committer = tg.create_task(self._commit_loop())
@@ -190,13 +215,18 @@ class MirrorFlow:
             batch = await self._consumer.getmany(
                 timeout_ms=200, max_records=self.settings.max_poll_records
             )
+            if batch:
+                batch = self.delivery.admit(self, batch)
             if not batch:
+                await self.delivery.after_forward(self)  # idle: commit what is open
                 continue
+            await self.delivery.before_forward()
             pending = await self._forward(batch)
             await self._queue.put(pending)
             if pending.malformed is not None:
                 await self.drain()
                 raise pending.malformed
+            await self.delivery.after_forward(self)
 
     async def _forward(self, batch: dict[TopicPartition, list[Any]]) -> Pending:
         """Route a fetched batch and hand it to the producer as whole record batches.
@@ -210,6 +240,8 @@ class MirrorFlow:
         stamp = [(MIRRORED_AT, str(int(time.time() * 1000)).encode())]
         skipped: Counter[tuple[str, str]] = Counter()
         for tp, records in batch.items():
+            if self.syncs is not None:
+                self.syncs.saw(tp, records[0].offset)
             target = await self._target_topic(tp.topic)
             if target is None:
                 skipped[(tp.topic, "not-routed")] += len(records)
@@ -355,13 +387,13 @@ class MirrorFlow:
             pending = await self._queue.get()
             try:
                 if pending is None:
-                    await self._commit_ready()
+                    await self.delivery.commit(self, final=True)
                     return
                 await self._settle(pending)
                 self._ready.update(pending.offsets)
                 now = time.monotonic()
                 if self._queue.empty() or now - last >= self.settings.commit_interval_s:
-                    await self._commit_ready()
+                    await self.delivery.commit(self, final=False)
                     last = now
             finally:
                 self._queue.task_done()
@@ -373,6 +405,8 @@ class MirrorFlow:
             if isinstance(result, BaseException):
                 for record in held:
                     await self._refused(record, target, result)
+            elif self.syncs is not None and held:
+                await self._write_syncs(held, target, result)
         now = time.time()
         hist = self.metrics.latency.labels(**self._labels)
         for ts in pending.timestamps:
@@ -382,6 +416,22 @@ class MirrorFlow:
                 self.metrics.records.labels(**self._labels, topic=topic).inc(n)
                 self.metrics.bytes.labels(**self._labels, topic=topic).inc(pending.bytes[topic])
                 self.copied_total += n
+
+    async def _write_syncs(self, held: list[Any], target: str, meta: Any) -> None:
+        """Offset syncs for a batch that kept its partition (not for dead letters or
+        re-partitioned targets, which translation refuses)."""
+        assert self.syncs is not None
+        tp = TopicPartition(held[0].topic, held[0].partition)
+        if meta.partition != tp.partition or target != self.router.target_topic(tp.topic):
+            return
+        if self.syncs.failed:
+            raise FlowError(
+                f"{self.settings.name}: writing offset syncs to {self.syncs.topic} in "
+                f"{self.settings.target} failed",
+                kind="offset-sync",
+                retriable=True,
+            )
+        await self.syncs.copied(tp, target, held, meta.offset)
 
     async def _refused(self, record: Any, target: str, exc: BaseException) -> None:
         s = self.settings
@@ -416,7 +466,22 @@ class MirrorFlow:
             retriable=True,
         ) from exc
 
-    async def _commit_ready(self) -> None:
+    @property
+    def producer(self) -> AIOKafkaProducer:
+        assert self._producer is not None
+        return self._producer
+
+    @property
+    def consumer(self) -> AIOKafkaConsumer:
+        assert self._consumer is not None
+        return self._consumer
+
+    def take_ready(self) -> dict[TopicPartition, int]:
+        """The settled source offsets not yet made durable (and forget them)."""
+        ready, self._ready = self._ready, {}
+        return ready
+
+    async def commit_to_source_group(self) -> None:
         if not self._ready or self._consumer is None:
             return
         assigned = self._consumer.assignment()
@@ -441,7 +506,7 @@ class MirrorFlow:
         if not join.done():
             join.cancel()
             return
-        await self._commit_ready()
+        await self.delivery.commit(self, final=True)
 
     async def _sync_loop(self, stop: asyncio.Event) -> None:
         assert self._topics is not None

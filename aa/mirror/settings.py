@@ -9,6 +9,7 @@ from typing import Any, Literal
 from aa.config import model
 
 OnError = Literal["fail", "dead-letter"]
+DeliveryMode = Literal["at-least-once", "exactly-once"]
 
 DEFAULT_CONFIG_EXCLUDE = frozenset(model.DEFAULT_CONFIG_EXCLUDE)
 
@@ -36,7 +37,29 @@ class FlowSettings:
     topic_sync: bool = True
     topic_sync_interval_s: float = 30.0
     config_exclude: frozenset[str] = field(default_factory=lambda: DEFAULT_CONFIG_EXCLUDE)
+    delivery: DeliveryMode = "at-least-once"
+    offsets_topic: str = ""
+    """Exactly-once: where the source offsets are stored on the target ("" = the default
+    ``aa.offsets.<source>.internal``)."""
+    transaction_timeout_ms: int = 60_000
+    offset_syncs: bool = True
+    offset_sync_topic: str = ""
+    """Offset syncs on the target ("" = the default ``aa.offset-syncs.<source>.internal``)."""
 
     @property
     def name(self) -> str:
         return f"{self.source}->{self.target}"
+
+    @property
+    def eos_offsets_topic(self) -> str:
+        return self.offsets_topic or f"aa.offsets.{self.source}.internal"
+
+    @property
+    def sync_topic(self) -> str:
+        return self.offset_sync_topic or f"aa.offset-syncs.{self.source}.internal"
+
+    @property
+    def transactional_id(self) -> str:
+        """One id per flow: a restarted or second process of the flow fences the older one
+        (exactly-once runs one process per flow; see docs/operations.md)."""
+        return f"aa.eos.{self.source}.{self.target}"
