@@ -1,0 +1,145 @@
+"""Exactly-once delivery: the copies of a run of fetched batches, their offset syncs and the
+source offsets they advance are written to the target in one Kafka transaction.
+
+The source offsets live in a compacted topic on the target (``aa.offsets.<source>.internal``,
+key ``topic/partition``), because aiokafka's ``send_offsets_to_transaction`` can only commit to
+a group on the producer's own cluster. On start the flow first initialises its transactional
+producer (which fences any older instance with the same transactional id and aborts its open
+transaction), then reads the stored offsets with ``read_committed`` and resumes from them; the
+source consumer has no group, so every partition is assigned to this one process. Consumers of
+the target read with ``isolation_level="read_committed"``.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+import orjson
+from aiokafka import TopicPartition
+from aiokafka.errors import KafkaError, ProducerFenced
+
+from aa.mirror.delivery import Batch
+from aa.offsets.writer import ensure_internal_topic
+from aa.tail import read_topic
+
+if TYPE_CHECKING:
+    from aa.mirror.flow import MirrorFlow
+    from aa.mirror.settings import FlowSettings
+
+OFFSETS_TOPIC_CONFIGS = {"cleanup.policy": "compact"}
+
+
+def offset_key(tp: TopicPartition) -> bytes:
+    return f"{tp.topic}/{tp.partition}".encode()
+
+
+def parse_offsets(records: list[Any]) -> dict[TopicPartition, int]:
+    """The newest stored offset per source partition."""
+    out: dict[TopicPartition, int] = {}
+    for r in records:
+        if r.key is None or r.value is None:
+            continue
+        topic, _, part = r.key.decode().rpartition("/")
+        out[TopicPartition(topic, int(part))] = int(orjson.loads(r.value)["offset"])
+    return out
+
+
+async def stored_offsets(settings: FlowSettings) -> dict[TopicPartition, int]:
+    """The source offsets an exactly-once flow has committed on its target."""
+    records = await read_topic(settings.eos_offsets_topic, settings.target_client)
+    return parse_offsets(records)
+
+
+class ExactlyOnce:
+    """One transactional producer per flow; commits every ``commit_interval_s``."""
+
+    def __init__(self, settings: FlowSettings) -> None:
+        self._settings = settings
+        self._next: dict[TopicPartition, int] = {}
+        self._open = False
+        self._dirty = False
+        self._last = time.monotonic()
+        self.transactions = 0
+
+    def group_id(self) -> str | None:
+        return None
+
+    def producer_options(self) -> dict[str, Any]:
+        return {
+            "transactional_id": self._settings.transactional_id,
+            "transaction_timeout_ms": self._settings.transaction_timeout_ms,
+        }
+
+    async def start(self, flow: MirrorFlow) -> None:
+        s = self._settings
+        assert flow.target_admin is not None
+        await ensure_internal_topic(flow.target_admin, s.eos_offsets_topic, OFFSETS_TOPIC_CONFIGS)
+        # Waits for the producer id: fences older instances and ends their open transaction,
+        # so the offsets read below are final.
+        await self._guard(flow, flow.producer.begin_transaction())
+        self._open, self._dirty = True, False
+        self._next = await stored_offsets(s)
+        flow.log.info("eos_resumed", partitions=len(self._next), topic=s.eos_offsets_topic)
+
+    def admit(self, flow: MirrorFlow, batch: Batch) -> Batch:
+        out: Batch = {}
+        for tp, records in batch.items():
+            nxt = self._next.get(tp)
+            if nxt is not None and records[0].offset < nxt:
+                records = [r for r in records if r.offset >= nxt]
+                if not records:
+                    # aiokafka resets positions when its assignment changes: skip ahead.
+                    flow.consumer.seek(tp, nxt)
+                    continue
+            out[tp] = records
+            self._next[tp] = records[-1].offset + 1
+        return out
+
+    async def before_forward(self) -> None:
+        if not self._open:
+            raise AssertionError("exactly-once: forwarding outside a transaction")
+        self._dirty = True
+
+    async def after_forward(self, flow: MirrorFlow) -> None:
+        if self._dirty and time.monotonic() - self._last >= self._settings.commit_interval_s:
+            await flow.drain()  # settles everything in flight, then commit(final=True)
+
+    async def commit(self, flow: MirrorFlow, *, final: bool) -> None:
+        if not final or not self._open:
+            return
+        ready = flow.take_ready()
+        if not self._dirty and not ready:
+            return
+        producer = flow.producer
+        topic = self._settings.eos_offsets_topic
+        for tp, offset in ready.items():
+            value = orjson.dumps({"offset": offset, "ts": int(time.time() * 1000)})
+            await self._guard(flow, producer.send(topic, value, offset_key(tp)))
+        await self._guard(flow, producer.commit_transaction())
+        self.transactions += 1
+        self._last = time.monotonic()
+        await self._guard(flow, producer.begin_transaction())
+        self._dirty = False
+
+    async def _guard(self, flow: MirrorFlow, call: Any) -> Any:
+        from aa.mirror.flow import FlowError
+
+        try:
+            return await call
+        except ProducerFenced as exc:
+            self._open = False
+            raise FlowError(
+                f"{self._settings.name}: another process runs this flow in exactly-once mode "
+                f"(transactional id {self._settings.transactional_id}) and fenced this one; "
+                "run one process per flow in exactly-once mode",
+                kind="fenced",
+                retriable=False,
+            ) from exc
+        except KafkaError as exc:
+            self._open = False
+            raise FlowError(
+                f"{self._settings.name}: transaction on {self._settings.target} failed: {exc!r}",
+                kind="transaction",
+                retriable=True,
+            ) from exc
