@@ -109,11 +109,11 @@ class LoopPrevention:
 class Tuning:
     """Client and pipeline sizes of one flow."""
 
-    fetch_max_bytes: int = 64 * 1024 * 1024
-    max_partition_fetch_bytes: int = 4 * 1024 * 1024
+    fetch_max_bytes: int = 16 * 1024 * 1024
+    max_partition_fetch_bytes: int = 1024 * 1024
     max_poll_records: int = 5000
     batch_size: int = 512 * 1024
-    linger_ms: int = 5
+    linger_ms: int = 0
     compression: Compression = "none"
     max_in_flight: int = 8
     """Fetched batches in flight between fetch and commit (the backpressure bound)."""

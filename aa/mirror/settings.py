@@ -24,10 +24,10 @@ class FlowSettings:
     target_client: Mapping[str, Any]
     group_id: str
     max_poll_records: int = 5000
-    fetch_max_bytes: int = 64 * 1024 * 1024
-    max_partition_fetch_bytes: int = 4 * 1024 * 1024
+    fetch_max_bytes: int = 16 * 1024 * 1024
+    max_partition_fetch_bytes: int = 1024 * 1024
     batch_size: int = 512 * 1024
-    linger_ms: int = 5
+    linger_ms: int = 0
     compression: str | None = None
     max_inflight_batches: int = 8
     commit_interval_s: float = 1.0
