@@ -125,8 +125,10 @@ async def consume_all(
             if settle_until is not None and now >= settle_until:
                 return out
             if now > deadline:
+                ends = await consumer.end_offsets(consumer.assignment())
                 raise AssertionError(
-                    f"{topic}@{bootstrap}: got {len(out)} of {count} records in {timeout}s"
+                    f"{topic}@{bootstrap}: got {len(out)} of {count} records in {timeout}s; "
+                    f"end offsets {sorted((tp.partition, o) for tp, o in ends.items())}"
                 )
     finally:
         await consumer.stop()

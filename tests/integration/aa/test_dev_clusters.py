@@ -37,9 +37,13 @@ async def test_headers_survive_a_round_trip(
 
 
 def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A port that is free together with the next one (the launcher's controller port)."""
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = int(s.getsockname()[1])
+        if port < 65535 and cluster._port_free(port + 1):
+            return port
 
 
 def _aa(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
