@@ -22,6 +22,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "aa.cli.demo",
     "aa.cli.run",
     "aa.cli.plan",
+    "aa.cli.reconcile",
 )
 
 
