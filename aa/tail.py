@@ -20,7 +20,8 @@ from aa.errors import AaError
 
 
 class TopicReader:
-    """Tails every partition of one topic without a consumer group."""
+    """Tails every partition of one topic without a consumer group (from the beginning, or
+    from the newest ``last`` records of each partition)."""
 
     def __init__(
         self,
@@ -28,8 +29,10 @@ class TopicReader:
         client: Mapping[str, Any],
         *,
         isolation_level: str = "read_committed",
+        last: int | None = None,
     ) -> None:
         self.topic = topic
+        self._last = last
         self._consumer = AIOKafkaConsumer(
             **client,
             enable_auto_commit=False,
@@ -65,8 +68,13 @@ class TopicReader:
         if tps != self._assigned:
             new = tps - self._assigned
             self._consumer.assign(sorted(tps))
-            if new:
+            if new and self._last is None:
                 await self._consumer.seek_to_beginning(*new)
+            elif new:  # only the newest ``last`` records of each new partition
+                begins = await self._consumer.beginning_offsets(list(new))
+                ends = await self._consumer.end_offsets(list(new))
+                for tp in new:
+                    self._consumer.seek(tp, max(begins[tp], ends[tp] - self._last))
             self._assigned = tps
 
     async def catch_up(self, timeout: float = 30.0) -> list[Any]:

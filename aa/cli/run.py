@@ -7,6 +7,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+from aa.background import background_tasks
 from aa.config import load_config
 from aa.logs import get_logger
 from aa.mirror.build import build_flows, select_flows
@@ -48,6 +49,7 @@ async def serve(
     log = get_logger("aa.run")
     metrics = Metrics()
     supervisor = Supervisor(flows, metrics, shutdown_timeout_s=shutdown_timeout)
+    supervisor.extra_tasks += background_tasks(topology, flows, metrics)
     port = topology.metrics.port if metrics_port is None else metrics_port
     server = MetricsServer(metrics, supervisor.health, topology.metrics.host, port)
     await server.start()

@@ -65,6 +65,21 @@ class Metrics:
             [*topic, "partition"],
             registry=r,
         )
+        self.committed_lag = Gauge(
+            "aa_committed_lag_records",
+            "Source end offset minus the next offset to copy as committed (group or EOS store)",
+            [*topic, "partition"],
+            registry=r,
+        )
+        self.lag_seconds = Gauge(
+            "aa_committed_lag_seconds",
+            "Age of the oldest source record not yet copied (0 when caught up)",
+            [*topic, "partition"],
+            registry=r,
+        )
+        self.checkpoints = Counter(
+            "aa_checkpoints_written", "Consumer-group checkpoints written", flow, registry=r
+        )
         self.errors = Counter("aa_errors", "Errors by kind", [*flow, "kind"], registry=r)
         self.restarts = Counter(
             "aa_flow_restarts", "Flow restarts after a failure", flow, registry=r

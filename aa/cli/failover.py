@@ -1,0 +1,117 @@
+"""`aa failover` and `aa failback`: move a consumer group between DCs (dry-run by default)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from aa.config import Topology, client_kwargs, load_config
+from aa.failover.failback import FailbackReport, failback_report
+from aa.failover.plan import Move, PlanError, committable, parse_time, render
+from aa.failover.plans import group_checkpoints, plan_at_time, plan_from_checkpoints
+from aa.offsets.groups import commit_group_offsets
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("failover", help="move a consumer group to another DC (dry-run by default)")
+    p.add_argument("--config", type=Path, required=True)
+    p.add_argument("--group", required=True)
+    p.add_argument("--to", dest="target", required=True, help="the DC the group moves to")
+    p.add_argument("--from", dest="source", help="the DC it ran in (when ambiguous)")
+    how = p.add_mutually_exclusive_group(required=True)
+    how.add_argument(
+        "--translate", action="store_true", help="use the checkpoints stored in the target DC"
+    )
+    how.add_argument("--at", metavar="TIME", help="offsets for a time: ISO 8601, epoch ms, -2m")
+    p.add_argument("--topic", action="append", default=[], help="topics for --at (repeatable)")
+    p.add_argument(
+        "--execute", action="store_true", help="commit the plan (the group must be idle)"
+    )
+    p.set_defaults(func=_failover)
+
+    b = sub.add_parser("failback", help="move a group back to its old DC after a failover")
+    b.add_argument("--config", type=Path, required=True)
+    b.add_argument("--group", required=True)
+    b.add_argument("--to", dest="target", required=True, help="the old primary to return to")
+    b.add_argument("--from", dest="source", help="the DC the group runs in now")
+    b.add_argument(
+        "--execute", action="store_true", help="commit the plan (the group must be idle)"
+    )
+    b.add_argument(
+        "--force", action="store_true", help="execute even if the resync has not caught up"
+    )
+    b.set_defaults(func=_failback)
+
+
+async def _failover_plan(topology: Topology, args: argparse.Namespace) -> tuple[str, list[Move]]:
+    if args.translate:
+        src, moves = await plan_from_checkpoints(topology, args.group, args.target, args.source)
+        return f"group {args.group}: {src} -> {args.target} (checkpoints)", moves
+    ts = parse_time(args.at)
+    topics = list(args.topic)
+    if not topics:
+        try:
+            _, cps = await group_checkpoints(topology, args.group, args.target, args.source)
+            topics = sorted({cp.target_topic for cp in cps})
+        except PlanError:
+            topics = []
+    moves = await plan_at_time(topology, args.group, args.target, ts, topics)
+    return f"group {args.group}: -> {args.target} at {args.at} ({ts} ms)", moves
+
+
+def _failover(args: argparse.Namespace) -> int:
+    topology = load_config(args.config)
+    title, moves = asyncio.run(_failover_plan(topology, args))
+    print(render(title, moves))
+    return _maybe_execute(topology, args, moves)
+
+
+def _maybe_execute(topology: Topology, args: argparse.Namespace, moves: list[Move]) -> int:
+    if not args.execute:
+        print("dry run: nothing committed (add --execute to commit this plan)")
+        return 0 if all(m.offset is not None for m in moves) else 1
+    offsets = committable(moves)
+    client = client_kwargs(topology.datacenter(args.target))
+    asyncio.run(commit_group_offsets(client, args.target, args.group, offsets))
+    print(f"committed {len(offsets)} partition offsets for group {args.group} in {args.target}")
+    return 0
+
+
+def _other(topology: Topology, target: str, source: str | None) -> str:
+    if source is not None:
+        return source
+    others = [dc for dc in topology.dc_names if dc != target]
+    if len(others) != 1:
+        raise PlanError(f"--from: which DC does the group run in now? one of {', '.join(others)}")
+    return others[0]
+
+
+def _print_failback(r: FailbackReport, group: str) -> None:
+    print(f"1. records in {r.old} that never reached {r.new} (the {r.old}->{r.new} flow copies")
+    print("   them once it runs again; the plan below reads them in place):")
+    for o in r.orphans:
+        if o.records:
+            print(f"   {o.topic}/{o.partition}: {o.records} records in [{o.copied_end}, {o.end})")
+    if not any(o.records for o in r.orphans):
+        print("   none")
+    state = "complete" if r.resynced else "NOT complete"
+    print(f"2. resync {r.new}->{r.old}: {state}")
+    for p in r.resync:
+        if p.records:
+            print(f"   {p.topic}/{p.partition}: {p.records} records still to copy")
+    print(render(f"3. group {group}: {r.new} -> {r.old}", r.moves))
+
+
+def _failback(args: argparse.Namespace) -> int:
+    topology = load_config(args.config)
+    new = _other(topology, args.target, args.source)
+    report = asyncio.run(failback_report(topology, args.group, args.target, new))
+    _print_failback(report, args.group)
+    if args.execute and not report.resynced and not args.force:
+        raise PlanError(
+            f"the {new}->{args.target} flow has not copied everything yet: run it until "
+            "its lag is zero (aa lag), or pass --force; nothing committed"
+        )
+    return _maybe_execute(topology, args, report.moves)

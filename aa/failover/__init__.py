@@ -1,0 +1,2 @@
+"""Failover and failback of consumer groups between DCs: plans (dry-run by default) and their
+execution on idle groups."""

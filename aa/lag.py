@@ -1,0 +1,103 @@
+"""Replication lag from committed state: per flow and source partition, the source end offset,
+the next offset the flow will copy (its group's committed offset in at-least-once mode, the
+offsets stored on the target in exactly-once mode), the lag in records, and in seconds (now
+minus the timestamp of the oldest record not yet copied)."""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass
+
+from aiokafka import AIOKafkaConsumer, TopicPartition
+
+from aa.admin import ClusterAdmin
+from aa.config import Flow, Topology
+from aa.mirror.build import flow_settings
+from aa.mirror.eos import stored_offsets
+from aa.mirror.settings import FlowSettings
+from aa.offsets.groups import group_offsets
+from aa.policy import FlowRouter
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionLag:
+    flow: str
+    topic: str
+    partition: int
+    end: int
+    copied: int
+    """The next source offset to copy (everything before it is on the target)."""
+    seconds: float | None
+    """Age of the oldest record not yet copied; ``None`` when there is none."""
+
+    @property
+    def records(self) -> int:
+        return max(0, self.end - self.copied)
+
+
+async def _copied(settings: FlowSettings) -> dict[TopicPartition, int]:
+    if settings.delivery == "exactly-once":
+        return await stored_offsets(settings)
+    return await group_offsets(settings.source_client, settings.group_id)
+
+
+async def flow_lag(topology: Topology, flow: Flow) -> list[PartitionLag]:
+    settings = flow_settings(topology, flow)
+    router = FlowRouter(topology, flow)
+    pattern = re.compile(router.subscription())
+    async with ClusterAdmin(flow.source, **settings.source_client) as admin:
+        topics = await admin.topics()
+    tps = [
+        TopicPartition(name, p)
+        for name, info in sorted(topics.items())
+        if not info.internal and pattern.fullmatch(name) and router.target_topic(name)
+        for p in range(info.partitions)
+    ]
+    if not tps:
+        return []
+    copied = await _copied(settings)
+    consumer = AIOKafkaConsumer(
+        **settings.source_client, enable_auto_commit=False, isolation_level="read_committed"
+    )
+    await consumer.start()
+    try:
+        ends = await consumer.end_offsets(tps)
+        begins = await consumer.beginning_offsets(tps)
+        nxt = {tp: max(copied.get(tp, begins[tp]), begins[tp]) for tp in tps}
+        behind = [tp for tp in tps if nxt[tp] < ends[tp]]
+        oldest = await _timestamps(consumer, behind, nxt)
+    finally:
+        await consumer.stop()
+    now = time.time()
+    return [
+        PartitionLag(
+            flow.name,
+            tp.topic,
+            tp.partition,
+            ends[tp],
+            nxt[tp],
+            None if tp not in oldest else max(0.0, now - oldest[tp] / 1000),
+        )
+        for tp in tps
+    ]
+
+
+async def _timestamps(
+    consumer: AIOKafkaConsumer, tps: list[TopicPartition], at: dict[TopicPartition, int]
+) -> dict[TopicPartition, int]:
+    """The timestamp of the record at ``at[tp]`` (the oldest not copied) per partition."""
+    if not tps:
+        return {}
+    consumer.assign(tps)
+    for tp in tps:
+        consumer.seek(tp, at[tp])
+    out: dict[TopicPartition, int] = {}
+    deadline = time.monotonic() + 10
+    while len(out) < len(tps) and time.monotonic() < deadline:
+        batch = await consumer.getmany(timeout_ms=200, max_records=len(tps) * 10)
+        for tp, records in batch.items():
+            if records and tp not in out:
+                out[tp] = records[0].timestamp
+                consumer.pause(tp)
+    return out

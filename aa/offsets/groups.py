@@ -1,0 +1,88 @@
+"""Consumer-group offsets: read them, tell whether a group is active, and move them.
+
+aiokafka's admin client cannot alter group offsets, so :func:`commit_group_offsets` commits
+through a consumer carrying the group id with the partitions assigned manually (it never joins
+the group) — after checking the group has no members, because moving an active group's offsets
+under it rewinds or skips its consumers (MM2's KAFKA-19794).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient
+from aiokafka.structs import OffsetAndMetadata
+
+from aa.errors import AaError
+
+ACTIVE_STATES = frozenset({"Stable", "PreparingRebalance", "CompletingRebalance"})
+
+
+class GroupError(AaError):
+    """A group cannot be read or moved; the message says why and what to do."""
+
+
+@dataclass(frozen=True, slots=True)
+class GroupState:
+    group: str
+    state: str
+    members: int
+
+    @property
+    def active(self) -> bool:
+        return self.members > 0 or self.state in ACTIVE_STATES
+
+
+async def list_groups(client: Mapping[str, Any]) -> list[str]:
+    admin = AIOKafkaAdminClient(**client)
+    await admin.start()
+    try:
+        return sorted(g for g, _ in await admin.list_consumer_groups())
+    finally:
+        await admin.close()
+
+
+async def group_offsets(client: Mapping[str, Any], group: str) -> dict[TopicPartition, int]:
+    """The group's committed offsets (``{}`` when it has none)."""
+    admin = AIOKafkaAdminClient(**client)
+    await admin.start()
+    try:
+        raw = await admin.list_consumer_group_offsets(group)
+    finally:
+        await admin.close()
+    return {tp: m.offset for tp, m in raw.items() if m.offset >= 0}
+
+
+async def group_state(client: Mapping[str, Any], group: str) -> GroupState:
+    admin = AIOKafkaAdminClient(**client)
+    await admin.start()
+    try:
+        [resp] = await admin.describe_consumer_groups([group])
+    finally:
+        await admin.close()
+    for g in resp.to_object()["groups"]:
+        if g["group"] == group:
+            return GroupState(group, g["state"], len(g["members"]))
+    return GroupState(group, "Dead", 0)
+
+
+async def commit_group_offsets(
+    client: Mapping[str, Any], dc: str, group: str, offsets: Mapping[TopicPartition, int]
+) -> None:
+    """Set ``group``'s offsets in ``dc``; refuses while the group has members there."""
+    state = await group_state(client, group)
+    if state.active:
+        raise GroupError(
+            f"group {group} is active in {dc} (state {state.state}, {state.members} members): "
+            "stop its consumers there first; aa never moves an active group"
+        )
+    consumer = AIOKafkaConsumer(**client, group_id=group, enable_auto_commit=False)
+    await consumer.start()
+    try:
+        consumer.assign(sorted(offsets))
+        await consumer.commit({tp: OffsetAndMetadata(o, "aa") for tp, o in offsets.items()})
+    finally:
+        await consumer.stop()
