@@ -22,6 +22,10 @@ COMMAND_MODULES: tuple[str, ...] = (
     "aa.cli.demo",
     "aa.cli.run",
     "aa.cli.plan",
+    "aa.cli.offsets",
+    "aa.cli.failover",
+    "aa.cli.lag",
+    "aa.cli.status",
     "aa.cli.reconcile",
 )
 
