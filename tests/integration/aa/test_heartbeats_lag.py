@@ -1,0 +1,123 @@
+"""Heartbeats and lag on real brokers: the age of a remote DC's newest heartbeat rises while the
+flow carrying it is stopped and falls when it resumes (`aa status`, and the metric of the
+running process); `aa lag` reports records and seconds from committed state, in both modes."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+import orjson
+import pytest
+
+from aa.config import load_config
+from aa.lag import flow_lag
+from aa.mirror.build import build_flows
+from tests.conftest import DcCluster
+from tests.helpers.cli import aa_cli
+from tests.helpers.http import http_get
+from tests.helpers.kafka import Rec, consume_all, create_topic, eventually, produce
+from tests.helpers.mirror import running_flow
+from tests.helpers.processes import AaProcess, write_topology
+
+pytestmark = pytest.mark.integration
+
+
+def _dcs() -> tuple[str, str]:
+    tag = uuid.uuid4().hex[:6]
+    return f"S{tag}", f"N{tag}"
+
+
+async def _age(config: Path, local: str, remote: str) -> float | None:
+    r = await aa_cli("status", "--config", str(config), "--json")
+    for row in orjson.loads(r.out):
+        if row["local"] == local and row["remote"] == remote and "age_s" in row:
+            return float(row["age_s"])
+    return None
+
+
+async def test_heartbeat_age_rises_while_stopped_and_falls_on_resume(
+    tmp_path: Path, dc_clusters: dict[str, DcCluster], unique_name: Callable[[str], str]
+) -> None:
+    a, b = _dcs()
+    clusters = {a: dc_clusters["SF"].bootstrap, b: dc_clusters["NYC"].bootstrap}
+    hb = unique_name("hb")
+    config = write_topology(
+        tmp_path / "t.yaml",
+        clusters,
+        flows="full-mesh",
+        topics=[re.escape(unique_name("none"))],
+        heartbeats={"enabled": True, "interval_s": 0.5, "topic": hb},
+    )
+    run = ["run", "--config", str(config), "--metrics-port", "0"]
+    writer_a = AaProcess([*run, "--dc", a], tmp_path / "a.log")  # writes a's heartbeats
+    into_b = AaProcess([*run, "--dc", b], tmp_path / "b.log")  # copies them a -> b
+    try:
+
+        async def fresh() -> bool:
+            age = await _age(config, b, a)
+            return age is not None and age < 2.0
+
+        await eventually(fresh, timeout=60, interval=0.5, message=f"{b} sees {a}'s heartbeats")
+        m = await eventually(
+            lambda: re.search(r"http://127\.0\.0\.1:(\d+)/metrics", into_b.output()),
+            message="metrics port",
+        )
+        series = f'aa_heartbeat_age_seconds{{local="{b}",remote="{a}"}}'
+
+        async def metric() -> float | None:
+            _, body = await http_get(int(m.group(1)), "/metrics")
+            hit = re.search(re.escape(series) + r" (\S+)", body.decode())
+            return float(hit.group(1)) if hit else None
+
+        await eventually(metric, timeout=30, message="heartbeat age metric")
+        into_b.stop()
+
+        async def stale() -> bool:
+            age = await _age(config, b, a)
+            return age is not None and age > 3.0
+
+        await eventually(stale, timeout=30, interval=0.5, message="age rises while stopped")
+        into_b = AaProcess([*run, "--dc", b], tmp_path / "b2.log")
+        await eventually(fresh, timeout=60, interval=0.5, message="age falls on resume")
+    finally:
+        writer_a.stop()
+        into_b.stop()
+
+
+@pytest.mark.parametrize("delivery", ["at-least-once", "exactly-once"])
+async def test_lag_from_committed_state(
+    tmp_path: Path,
+    dc_clusters: dict[str, DcCluster],
+    unique_name: Callable[[str], str],
+    delivery: str,
+) -> None:
+    a, b = _dcs()
+    sf, nyc = dc_clusters["SF"].bootstrap, dc_clusters["NYC"].bootstrap
+    topic = await create_topic(sf, unique_name("lag"), partitions=2)
+    config = write_topology(
+        tmp_path / "t.yaml", {a: sf, b: nyc}, flows=[f"{a}->{b}"], topics=[topic], delivery=delivery
+    )
+    topology = load_config(config)
+    [(settings, router)] = build_flows(topology, topology.flows)
+    await produce(sf, topic, [Rec(b"k", b"v", partition=i % 2) for i in range(100)])
+    async with running_flow(settings, router):
+        await consume_all(nyc, topic, count=100, timeout=60, isolation_level="read_committed")
+
+        async def caught_up() -> bool:
+            rows = await flow_lag(topology, topology.flows[0])
+            return [r.records for r in rows] == [0, 0]
+
+        await eventually(caught_up, timeout=30, message="lag 0 once copied and committed")
+    await produce(sf, topic, [Rec(b"k", b"late", partition=0) for _ in range(30)])
+    out = await aa_cli("lag", "--config", str(config), "--json")
+    assert out.code == 0, out
+    rows = {(r["topic"], r["partition"]): r for r in orjson.loads(out.out)}
+    assert rows[(topic, 0)]["records"] == 30
+    assert rows[(topic, 0)]["end"] == 80
+    assert rows[(topic, 0)]["copied"] == 50
+    assert rows[(topic, 0)]["seconds"] is not None
+    assert rows[(topic, 1)]["records"] == 0
+    assert rows[(topic, 1)]["seconds"] is None
