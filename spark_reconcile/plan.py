@@ -105,6 +105,17 @@ class ReadPlan:
             return logical
         return owned
 
+    def physical_name(self, origin: str, dc: str, logical: str) -> str:
+        """The name ``origin``'s topic ``logical`` has in ``dc`` (where a repair writes)."""
+        return self._name_in(origin, dc, logical)
+
+    def topic_dcs(self, logical_topics: Iterable[str]) -> dict[str, list[str]]:
+        """Logical topic -> every DC that should hold some of its records."""
+        out: dict[str, set[str]] = {}
+        for origin, logical, target in self.expected(logical_topics):
+            out.setdefault(logical, set()).update((origin, target))
+        return {t: sorted(dcs) for t, dcs in out.items()}
+
     def expected(self, logical_topics: Iterable[str]) -> list[tuple[str, str, str]]:
         """(origin, logical topic, target DC) for every DC that should hold origin's records."""
         out = []

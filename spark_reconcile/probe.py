@@ -14,6 +14,7 @@ from typing import Any
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
+from aa.admin import ClusterAdmin
 from aa.config import client_kwargs
 from spark_reconcile.errors import DcUnreachableError
 from spark_reconcile.plan import ReadPlan
@@ -68,40 +69,76 @@ async def _probe_dc(
     spec = plan.datacenter(dc)
     kwargs: dict[str, Any] = client_kwargs(spec)
     kwargs["request_timeout_ms"] = int(timeout_s * 1000)
-    consumer = AIOKafkaConsumer(enable_auto_commit=False, **kwargs)
+    await _tcp_check(dc, spec.bootstrap, timeout_s)
+    deadline = asyncio.timeout(timeout_s)
     try:
-        async with asyncio.timeout(timeout_s):
-            await consumer.start()
-            topics = await consumer.topics()
-    except Exception as exc:  # aiokafka raises its own error classes, not only OSError
-        await consumer.stop()
+        async with deadline, ClusterAdmin(dc, **kwargs) as admin:
+            infos = await admin.topics()
+        topics = {name: t.partitions for name, t in infos.items() if not t.internal}
+    except (Exception, asyncio.CancelledError) as exc:  # aiokafka's own error classes too
+        if isinstance(exc, asyncio.CancelledError) and not deadline.expired():
+            raise  # cancelled from outside, not by our deadline
         raise DcUnreachableError(
             f"DC {dc} at {spec.bootstrap} is unreachable: {exc!r} (check the broker is up "
             "and the bootstrap address in the topology file)"
         ) from exc
+    consumer = AIOKafkaConsumer(enable_auto_commit=False, **kwargs)
     try:
         async with asyncio.timeout(timeout_s * 4):
+            await consumer.start()
             return await _ranges(consumer, plan, dc, topics, window, state)
     except TimeoutError as exc:
         raise DcUnreachableError(
             f"DC {dc} at {spec.bootstrap} did not answer offset requests in time"
         ) from exc
     finally:
+        await _stop(consumer)
+
+
+async def _stop(consumer: Any) -> None:
+    """Stop ``consumer``. aiokafka 0.14 may raise ``CancelledError`` from its own internal task
+    when a group-less consumer stops right after starting; only a real cancellation of ours
+    propagates."""
+    try:
         await consumer.stop()
+    except asyncio.CancelledError:
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            raise
+
+
+async def _tcp_check(dc: str, bootstrap: str, timeout_s: float) -> None:
+    """Fail fast, naming the DC, when no bootstrap address accepts a TCP connection."""
+    errors = []
+    for address in bootstrap.split(","):
+        host, _, port = address.strip().rpartition(":")
+        try:
+            async with asyncio.timeout(timeout_s):
+                _, writer = await asyncio.open_connection(host.strip("[]"), int(port))
+        except (OSError, TimeoutError, ValueError) as exc:
+            errors.append(f"{address}: {exc!r}")
+            continue
+        writer.close()
+        await writer.wait_closed()
+        return
+    raise DcUnreachableError(
+        f"DC {dc} at {bootstrap} is unreachable: {'; '.join(errors)} (check the broker is up "
+        "and the bootstrap address in the topology file)"
+    )
 
 
 async def _ranges(
     consumer: Any,
     plan: ReadPlan,
     dc: str,
-    topics: set[str],
+    topics: Mapping[str, int],
     window: Window,
     state: RunState | None,
 ) -> list[PartitionRange]:
     reads = plan.reads(dc, topics)
     tps: dict[TopicPartition, str] = {}
     for r in reads:
-        for p in sorted(consumer.partitions_for_topic(r.topic) or ()):
+        for p in range(topics[r.topic]):
             tps[TopicPartition(r.topic, p)] = r.logical
     if not tps:
         return []

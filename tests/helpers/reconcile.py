@@ -29,14 +29,20 @@ def copy_of(row: Row, origin: str, target: str, topic: str, offset: int, lag_ms:
 
 
 def mesh(
-    dcs: tuple[str, ...], topic: str, per_dc: int, *, events: bool = False, keys: int = 4
+    dcs: tuple[str, ...],
+    topic: str,
+    per_dc: int,
+    *,
+    events: bool = False,
+    keys: int = 4,
+    t0: int = T0,
 ) -> dict[str, list[Row]]:
     """Every DC writes ``per_dc`` records, then receives every other DC's records (full mesh)."""
     origin_rows: dict[str, list[Row]] = {}
     for n, dc in enumerate(dcs):
         rows = []
         for i in range(per_dc):
-            ts = T0 + 1000 * i + n
+            ts = t0 + 1000 * i + n
             if events:
                 value = interim_event(f"{dc}-{i}", f"k{i % keys}", (ts, 0, dc), {"by": dc, "i": i})
                 key = f"k{i % keys}".encode()
