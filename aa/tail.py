@@ -45,6 +45,9 @@ class TopicReader:
     async def start(self) -> None:
         if not self._started:
             await self._consumer.start()
+            # aiokafka's no-group coordinator starts a task that must run once before stop()
+            # (stopping it unstarted raises CancelledError).
+            await asyncio.sleep(0)
             self._started = True
 
     async def close(self) -> None:
