@@ -46,9 +46,11 @@ def raw_events(spark: Any, n: int, keys: int, divergent_every: int) -> Any:
         (F.col("i") >= n - keys) & (F.col("i") % divergent_every == 0) & (F.col("dc") == "LON")
     )
     payload = F.when(altered, F.lit(9)).otherwise(F.lit(1))
+    # conflict's envelope: a 26-character id (digits are in its alphabet), HLC "ms:0:DC"
     value = F.format_string(
-        '{"id":"%s-%d","key":"%s","hlc":[%d,0,"%s"],"payload":{"v":%d,"i":%d}}',
-        "origin", "i", "ekey", "ts", "origin", payload, "i",
+        '{"id":"%013d%013d","key":"%s","type":"set","origin":"%s","hlc":"%d:0:%s",'
+        '"payload":{"v":%d,"i":%d}}',
+        "ts", "i", "ekey", "origin", "ts", "origin", payload, "i",
     )  # fmt: skip
     local = F.col("dc") == F.col("origin")
     h = F.struct

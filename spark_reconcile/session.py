@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -46,8 +47,11 @@ def build_session(
             from aa.dev.spark import spark_kafka_jars
 
             jars = spark_kafka_jars()
+        # Local workers run this interpreter, so they import the same conflict/aa/aiokafka.
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         builder = (
-            builder.config("spark.jars", ",".join(str(j) for j in jars))
+            builder.config("spark.pyspark.python", sys.executable)
+            .config("spark.jars", ",".join(str(j) for j in jars))
             .config("spark.driver.memory", driver_memory)
             .config("spark.ui.enabled", "false")
             .config("spark.ui.showConsoleProgress", "false")

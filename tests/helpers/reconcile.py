@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from aa.provenance import LOCAL, MIRRORED_AT, SourceRef
-from spark_reconcile.events import interim_event
+from spark_reconcile.events import event_value
 
 T0 = 1_700_000_000_000
 
@@ -44,7 +44,7 @@ def mesh(
         for i in range(per_dc):
             ts = t0 + 1000 * i + n
             if events:
-                value = interim_event(f"{dc}-{i}", f"k{i % keys}", (ts, 0, dc), {"by": dc, "i": i})
+                value = event_value(f"k{i % keys}", (ts, 0, dc), {"by": dc, "i": i})
                 key = f"k{i % keys}".encode()
             else:
                 value, key = f"{dc}-v{i}".encode(), f"{dc}-k{i}".encode()

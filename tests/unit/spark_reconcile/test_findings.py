@@ -79,8 +79,8 @@ def test_each_fault_is_found_by_its_finding_only(spark: Any) -> None:
     )
     # divergent: SF's copy of LON's event 1 (k1's LWW winner) has another payload (same id,
     # so nothing is missing)
-    i = next(n for n, r in enumerate(users["SF"]) if b'"LON-1"' in (r.value or b""))
-    altered = (users["SF"][i].value or b"").replace(b'"i":1', b'"i":9')
+    i = next(n for n, r in enumerate(users["SF"]) if b'"by":"LON","i":1}' in (r.value or b""))
+    altered = (users["SF"][i].value or b"").replace(b'"by":"LON","i":1}', b'"by":"LON","i":9}')
     users["SF"][i] = replace(users["SF"][i], value=altered)
     # malformed: a bad aa-src in NYC, a truncated event in SF
     orders["NYC"].append(
