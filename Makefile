@@ -23,7 +23,7 @@ fetch: env
 	$(BIN)/aa dev fetch --spark
 
 demo: fetch
-	$(BIN)/aa demo
+	$(BIN)/python -m examples.demo
 
 test: fetch
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

@@ -19,7 +19,6 @@ from aa.logs import configure
 
 COMMAND_MODULES: tuple[str, ...] = (
     "aa.cli.dev",
-    "aa.cli.demo",
     "aa.cli.run",
     "aa.cli.plan",
     "aa.cli.offsets",

@@ -185,6 +185,8 @@ def pid_of(c: DevCluster) -> int | None:
 
 def _port_free(port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        # like the broker itself: a port in TIME_WAIT after a restart is free to listen on
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind(("127.0.0.1", port))
         except OSError:
