@@ -109,10 +109,11 @@ def test_clean_mesh_then_faults_then_repair(
                                ("aa-src", f"SF/{orders}/0/2".encode())))
     )  # fmt: skip
     o["NYC"].insert(5, Row(b"local", b"no provenance", (), t0 + 30))  # NYC's own write, uncopied
-    winner = next(i for i, r in enumerate(u["SF"]) if b'"LON-5"' in (r.value or b""))
+    winner = next(i for i, r in enumerate(u["SF"]) if b'"by":"LON","i":5}' in (r.value or b""))
     u["SF"][winner] = replace(
-        u["SF"][winner], value=(u["SF"][winner].value or b"").replace(b'"i":5', b'"i":9')
-    )  # SF's copy of k1's winning event has another payload
+        u["SF"][winner],
+        value=(u["SF"][winner].value or b"").replace(b'"i":5}', b'"i":9}'),
+    )  # SF's copy of k1's winning event (LON's 6th) has another payload, same id
     bad = Row(b"k", b'{"id": "broken', (), t0 + 40)  # a malformed event, copied as bytes
     u["SF"].insert(6, bad)
     for dc in ("NYC", "LON"):
