@@ -32,6 +32,11 @@ def _decode(value: bytes | None, headers: Headers | None) -> Event:
         raise EventDecodeError(str(exc)) from exc
 
 
+def known_resolvers() -> tuple[str, ...]:
+    """Names ``--events PATTERN=RESOLVER`` accepts (conflict's built-in resolvers)."""
+    return tuple(sorted(BUILTIN))
+
+
 def identity(value: bytes | None, headers: Headers | None) -> EventIdentity:
     """The event id and key of a record; :class:`EventDecodeError` when it is no event."""
     ev = _decode(value, headers)

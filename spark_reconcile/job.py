@@ -59,6 +59,7 @@ def window_for(opts: JobOptions, state: RunState | None) -> Window:
 def run(opts: JobOptions) -> int:
     """One run; returns 0 (within thresholds) or 1 (crossed). Raises ``AaError`` on errors."""
     started = time.monotonic()
+    _check_resolvers(opts)
     plan = ReadPlan(load_config(opts.config), opts.events)
     state = load_state(opts.state)
     window = window_for(opts, state)
@@ -100,6 +101,17 @@ def run(opts: JobOptions) -> int:
         **summary["counts"],
     )
     return code
+
+
+def _check_resolvers(opts: JobOptions) -> None:
+    from spark_reconcile.events import known_resolvers
+
+    known = known_resolvers()
+    for pattern, resolver in opts.events.rules:
+        if resolver not in known:
+            raise AaError(
+                f"--events {pattern}={resolver}: unknown resolver; use one of {', '.join(known)}"
+            )
 
 
 def _partition_counts(ranges: Sequence[PartitionRange]) -> dict[tuple[str, str], int]:

@@ -137,3 +137,24 @@ def test_report_renders_charts_and_escapes() -> None:
     assert html.count("<svg") == 2
     assert "&lt;NYC&gt;" in html
     assert "Thresholds crossed" in html
+
+
+def test_unknown_resolver_exits_2_before_contacting_any_dc(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from aa.cli.main import main
+
+    cfg = tmp_path / "t.yaml"
+    cfg.write_text("datacenters:\n  SF: {bootstrap: '127.0.0.1:1'}\n  NYC: {bootstrap: 'b:1'}\n")
+    args = ["reconcile", "--config", str(cfg), "--since", "1h", "--events", "users=nope"]
+    assert main(args) == 2
+    assert "--events users=nope: unknown resolver; use one of" in capsys.readouterr().err
+
+
+def test_first_run_needs_since(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from aa.cli.main import main
+
+    cfg = tmp_path / "t.yaml"
+    cfg.write_text("datacenters:\n  SF: {bootstrap: '127.0.0.1:1'}\n  NYC: {bootstrap: 'b:1'}\n")
+    assert main(["reconcile", "--config", str(cfg), "--out", str(tmp_path / "o")]) == 2
+    assert "--since is required on the first run" in capsys.readouterr().err
