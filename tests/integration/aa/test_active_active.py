@@ -4,6 +4,7 @@ concurrently, and after quiescence every DC holds every event exactly once."""
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from pathlib import Path
@@ -17,6 +18,10 @@ from tests.helpers.processes import aa_processes, write_topology
 
 pytestmark = pytest.mark.integration
 
+# Recent CreateTimes: the mirror keeps timestamps, and a broker's time-based retention deletes
+# segments of records older than retention.ms (7 days here) within minutes of their copy.
+T0 = int(time.time() * 1000) - 60_000
+
 DCS = ("SF", "NYC", "LON")
 PARTITIONS = 3
 
@@ -28,7 +33,7 @@ def _events(dc: str, n: int) -> list[Rec]:
             f"{dc}:{i}".encode(),
             [("app-trace", f"{dc}-{i}".encode())],
             partition=i % PARTITIONS,
-            timestamp_ms=1_700_000_000_000 + i,
+            timestamp_ms=T0 + i,
         )
         for i in range(n)
     ]
@@ -62,7 +67,7 @@ def _check_dc(dc: str, records: list[Any], per_dc: int, local_topic: Callable[[s
         value = r.value.decode()
         assert value.startswith(f"{origin}:")
         i = int(value.split(":")[1])
-        assert r.timestamp == 1_700_000_000_000 + i
+        assert r.timestamp == T0 + i
         assert r.key == f"user-{i % 200}".encode()
         assert h["app-trace"] == f"{origin}-{i}".encode()
         assert next(iter(r.headers)) == ("app-trace", f"{origin}-{i}".encode())
