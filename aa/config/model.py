@@ -111,11 +111,11 @@ class Tuning:
 
     fetch_max_bytes: int = 16 * 1024 * 1024
     max_partition_fetch_bytes: int = 1024 * 1024
-    max_poll_records: int = 5000
+    max_poll_records: int = 2000
     batch_size: int = 512 * 1024
     linger_ms: int = 0
     compression: Compression = "none"
-    max_in_flight: int = 8
+    max_in_flight: int = 4
     """Fetched batches in flight between fetch and commit (the backpressure bound)."""
     commit_interval_s: float = 1.0
     request_timeout_ms: int = 30_000

@@ -23,13 +23,13 @@ class FlowSettings:
     source_client: Mapping[str, Any]
     target_client: Mapping[str, Any]
     group_id: str
-    max_poll_records: int = 5000
+    max_poll_records: int = 2000
     fetch_max_bytes: int = 16 * 1024 * 1024
     max_partition_fetch_bytes: int = 1024 * 1024
     batch_size: int = 512 * 1024
     linger_ms: int = 0
     compression: str | None = None
-    max_inflight_batches: int = 8
+    max_inflight_batches: int = 4
     commit_interval_s: float = 1.0
     request_timeout_ms: int = 30_000
     on_error: OnError = "fail"
