@@ -20,12 +20,18 @@ from typing import Any
 
 import orjson
 
+from aa.provenance import DC_NAME
 from conflict.errors import DecodeError
 from conflict.hlc import HLC
 from conflict.ids import is_id
 
 ID, TYPE, ORIGIN, HLC_HEADER = "event-id", "event-type", "event-origin", "event-hlc"
 ENVELOPE_HEADERS = (ID, TYPE, ORIGIN, HLC_HEADER)
+
+_FIELDS = frozenset({"id", "key", "type", "origin", "hlc", "supersedes", "payload"})
+
+Order = tuple[HLC, str]
+"""The total order of events: HLC (physical, logical, DC), then id."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,7 +45,7 @@ class Event:
     supersedes: tuple[str, ...] = field(default=())
 
     @property
-    def order(self) -> tuple[HLC, str]:
+    def order(self) -> Order:
         """Total order used by every resolver: HLC (physical, logical, DC), then id."""
         return (self.hlc, self.id)
 
@@ -79,11 +85,17 @@ class Event:
             raise DecodeError("value", f"not JSON: {exc}") from None
         if not isinstance(doc, dict):
             raise DecodeError("value", f"expected a JSON object, got {type(doc).__name__}")
+        unknown = sorted(set(doc) - _FIELDS)
+        if unknown:  # a typo such as "supercedes" must not silently lose its meaning
+            raise DecodeError(unknown[0], f"unknown field; an event has {sorted(_FIELDS)}")
+        origin = _text(doc, "origin")
+        if not DC_NAME.match(origin):
+            raise DecodeError("origin", f"{origin!r} is not a DC name")
         event = cls(
             id=_text(doc, "id"),
             key=_text(doc, "key"),
             type=_text(doc, "type"),
-            origin=_text(doc, "origin"),
+            origin=origin,
             hlc=HLC.decode(_text(doc, "hlc")),
             payload=doc.get("payload"),
             supersedes=_ids(doc.get("supersedes", [])),

@@ -21,3 +21,8 @@ class ClockSkewError(ConflictError):
 
 class ResolverError(ConflictError):
     """An event a resolver cannot apply: unknown type, bad payload, invalid Yjs update."""
+
+
+class SnapshotError(ConflictError):
+    """A materializer snapshot cannot be restored: wrong version, malformed, or an event in it
+    is refused (for example by a resolver the registry no longer knows)."""

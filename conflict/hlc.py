@@ -9,17 +9,25 @@ merges a remote timestamp, refusing one further ahead of the local wall clock th
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from aa.provenance import DC_NAME, check_dc_name
 from conflict.errors import ClockSkewError, DecodeError
 
 DEFAULT_MAX_DRIFT_MS = 60_000
+MAX_PHYSICAL = (1 << 48) - 1
+"""Event ids hold 48 bits of milliseconds (until the year 10889)."""
+_DIGITS = re.compile(r"[0-9]{1,20}")
 
 
 @dataclass(frozen=True, slots=True, order=True)
 class HLC:
+    """A timestamp: wall-clock milliseconds, a counter for events within one millisecond (or
+    while the wall clock is behind), and the DC that issued it. Orders field by field."""
+
     physical: int
     logical: int
     dc: str
@@ -32,16 +40,18 @@ class HLC:
         parts = text.split(":") if isinstance(text, str) else []
         if len(parts) != 3:
             raise DecodeError("hlc", f"expected 'physical:logical:dc', got {text!r}")
-        try:
-            physical, logical = int(parts[0]), int(parts[1])
-        except ValueError:
-            raise DecodeError("hlc", f"physical and logical must be integers: {text!r}") from None
-        if physical < 0 or logical < 0 or not parts[2]:
-            raise DecodeError("hlc", f"negative field or empty DC: {text!r}")
+        if not (_DIGITS.fullmatch(parts[0]) and _DIGITS.fullmatch(parts[1])):
+            raise DecodeError("hlc", f"physical and logical must be decimal integers: {text!r}")
+        physical, logical = int(parts[0]), int(parts[1])
+        if physical > MAX_PHYSICAL:
+            raise DecodeError("hlc", f"physical {physical} ms is beyond the 48-bit id range")
+        if not DC_NAME.match(parts[2]):
+            raise DecodeError("hlc", f"{parts[2]!r} is not a DC name: {text!r}")
         return cls(physical, logical, parts[2])
 
 
 def wall_ms() -> int:
+    """Milliseconds since the epoch, from the wall clock."""
     return int(time.time() * 1000)
 
 
@@ -56,7 +66,7 @@ class Clock:
         now: Callable[[], int] = wall_ms,
         max_drift_ms: int = DEFAULT_MAX_DRIFT_MS,
     ) -> None:
-        self.dc = dc
+        self.dc = check_dc_name(dc)
         self._now = now
         self.max_drift_ms = max_drift_ms
         self._physical = last.physical if last else 0

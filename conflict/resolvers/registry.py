@@ -12,9 +12,9 @@ from conflict.envelope import Event
 from conflict.errors import ResolverError
 from conflict.resolvers.crdts import CounterResolver, DocumentResolver, SetResolver
 from conflict.resolvers.registers import FieldLWWResolver, LWWResolver, MultiValueResolver
-from conflict.types import Resolver
+from conflict.types import ResolvedState, Resolver, S
 
-BUILTIN: dict[str, Resolver] = {
+BUILTIN: dict[str, Resolver[Any]] = {
     r.name: r
     for r in (
         LWWResolver(),
@@ -28,10 +28,14 @@ BUILTIN: dict[str, Resolver] = {
 
 
 class UserFunctionResolver:
-    """A resolver from a pure function of the sorted, deduplicated events of one key."""
+    """A resolver from a pure function of one key's events, deduplicated by id and sorted by
+    (HLC, DC, id); ``types`` limits the event types it accepts. State: the events by id."""
 
     def __init__(
-        self, name: str, fn: Callable[[Sequence[Event]], Any], types: Iterable[str] | None = None
+        self,
+        name: str,
+        fn: Callable[[Sequence[Event]], ResolvedState],
+        types: Iterable[str] | None = None,
     ) -> None:
         self.name = name
         self._fn = fn
@@ -44,18 +48,56 @@ class UserFunctionResolver:
                 f"not {event.type!r}"
             )
 
-    def value(self, events: Sequence[Event]) -> Any:
-        return self._fn(events)
+    def empty(self) -> dict[str, Event]:
+        return {}
+
+    def add(self, state: dict[str, Event], event: Event) -> dict[str, Event]:
+        state[event.id] = event
+        return state
+
+    def merge(self, a: dict[str, Event], b: dict[str, Event]) -> dict[str, Event]:
+        return a | b
+
+    def value(self, state: dict[str, Event]) -> ResolvedState:
+        return self._fn(sorted(state.values(), key=lambda e: e.order))
 
 
 def canonical(events: Iterable[Event]) -> list[Event]:
-    """Deduplicated by id, sorted by (HLC, id): what every resolver folds."""
+    """Deduplicated by id, sorted by (HLC, DC, id): the same list in every DC."""
     return sorted({e.id: e for e in events}.values(), key=lambda e: e.order)
 
 
-def resolve(resolver: Resolver, events: Iterable[Event]) -> Any:
-    """The state of one key from its events, in any order and with any duplicates."""
-    return resolver.value(canonical(events))
+def get_resolver(resolver: Resolver[Any] | str) -> Resolver[Any]:
+    """``resolver`` itself, or the built-in resolver of that name (:class:`ResolverError` if
+    there is none)."""
+    if not isinstance(resolver, str):
+        return resolver
+    try:
+        return BUILTIN[resolver]
+    except KeyError:
+        raise ResolverError(
+            f"unknown resolver {resolver!r}; built-in: {', '.join(sorted(BUILTIN))}"
+        ) from None
+
+
+def fold(resolver: Resolver[S], events: Iterable[Event]) -> S:
+    """The resolver state of ``events`` (each validated first; :class:`ResolverError` names
+    the first event the resolver cannot use)."""
+    state = resolver.empty()
+    for e in events:
+        resolver.validate(e)
+        state = resolver.add(state, e)
+    return state
+
+
+def resolve(resolver: Resolver[Any] | str, events: Iterable[Event]) -> ResolvedState:
+    """The resolved value of one key from its events, in any order and with any duplicates.
+
+    Pure and Kafka-free: ``resolve("lww", [Event.decode(v, h) for v, h in records])`` is what a
+    Spark job runs per key. ``resolver`` is a resolver or a built-in name.
+    """
+    chosen = get_resolver(resolver)
+    return chosen.value(fold(chosen, events))
 
 
 def state_bytes(value: Any) -> bytes:
@@ -64,6 +106,7 @@ def state_bytes(value: Any) -> bytes:
 
 
 def state_hash(value: Any) -> str:
+    """SHA-256 (hex) of :func:`state_bytes`."""
     return hashlib.sha256(state_bytes(value)).hexdigest()
 
 
@@ -79,9 +122,9 @@ class ResolverRegistry:
         *,
         by_topic: Mapping[str, str] | None = None,
         by_type: Mapping[str, str] | None = None,
-        user: Iterable[Resolver] = (),
+        user: Iterable[Resolver[Any]] = (),
     ) -> None:
-        self._resolvers: dict[str, Resolver] = dict(BUILTIN)
+        self._resolvers: dict[str, Resolver[Any]] = dict(BUILTIN)
         for r in user:
             self._resolvers[r.name] = r
         self.default = default
@@ -90,10 +133,10 @@ class ResolverRegistry:
         for name in (default, *self.by_topic.values(), *self.by_type.values()):
             self.get(name)
 
-    def register(self, resolver: Resolver) -> None:
+    def register(self, resolver: Resolver[Any]) -> None:
         self._resolvers[resolver.name] = resolver
 
-    def get(self, name: str) -> Resolver:
+    def get(self, name: str) -> Resolver[Any]:
         try:
             return self._resolvers[name]
         except KeyError:
@@ -101,6 +144,6 @@ class ResolverRegistry:
                 f"unknown resolver {name!r}; known: {', '.join(sorted(self._resolvers))}"
             ) from None
 
-    def for_event(self, logical_topic: str, event_type: str) -> Resolver:
+    def for_event(self, logical_topic: str, event_type: str) -> Resolver[Any]:
         name = self.by_type.get(event_type) or self.by_topic.get(logical_topic) or self.default
         return self.get(name)

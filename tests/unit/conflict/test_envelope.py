@@ -16,6 +16,7 @@ from conflict import (
     Materializer,
     ResolverError,
     ResolverRegistry,
+    SnapshotError,
 )
 from conflict.ids import is_id, new_id
 
@@ -130,3 +131,55 @@ def test_materializer_refuses_unknown_types_and_future_clocks() -> None:
         m.apply(Event(new_id(), "k", "set", "NYC", HLC(10_000_000, 0, "NYC"), 1), "users")
     with pytest.raises(ResolverError, match="unknown resolver 'nope'"):
         ResolverRegistry(default="nope")
+
+
+@pytest.mark.parametrize(
+    ("over", "field"),
+    [
+        ({"supercedes": []}, "supercedes"),  # a typo must not silently lose its meaning
+        ({"origin": "S,F", "hlc": "1:0:S,F"}, "origin"),
+        ({"hlc": "+5:0:SF"}, "hlc"),
+        ({"hlc": "1_000:0:SF"}, "hlc"),
+        ({"hlc": f"{1 << 48}:0:SF"}, "hlc"),
+        ({"hlc": "5:0:"}, "hlc"),
+    ],
+)
+def test_strict_fields(over: dict[str, object], field: str) -> None:
+    with pytest.raises(DecodeError) as info:
+        Event.decode(_value(**over))
+    assert info.value.field == field
+
+
+def test_snapshot_keeps_the_resolver_each_event_was_folded_by() -> None:
+    """Regression: a restored snapshot re-routed events without their topic (wrong resolver)."""
+    registry = ResolverRegistry(by_topic={"carts": "multi-value"})
+    m = Materializer(registry)
+    for dc in ("SF", "NYC"):
+        m.apply(Event(new_id(), "alice", "set", dc, HLC(5, 0, dc), {"book": dc}), "carts")
+    m.offsets["SF.carts:0"] = 7
+    restored = Materializer.from_snapshot(m.snapshot(), registry)
+    assert restored.state_bytes() == m.state_bytes()
+    assert len(restored.get("alice")) == 2
+    assert restored.offsets == {"SF.carts:0": 7}
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b"{", "not JSON"),
+        (b'{"version": 9}', "not a version 1"),
+        (b'{"version": 1, "offsets": {"t:0": -1}, "folds": []}', "offsets"),
+        (b'{"version": 1, "offsets": {}, "folds": [{"events": []}]}', "folds"),
+        (
+            b'{"version": 1, "offsets": {}, "folds": [{"resolver": "mine", "events": []}]}',
+            "unknown resolver 'mine'",
+        ),
+        (
+            b'{"version": 1, "offsets": {}, "folds": [{"resolver": "lww", "events": [{}]}]}',
+            r"event\.origin: missing",
+        ),
+    ],
+)
+def test_bad_snapshots_are_refused(data: bytes, message: str) -> None:
+    with pytest.raises(SnapshotError, match=message):
+        Materializer.from_snapshot(data)
