@@ -133,6 +133,46 @@ class ResolverRegistry:
         for name in (default, *self.by_topic.values(), *self.by_type.values()):
             self.get(name)
 
+    @classmethod
+    def from_config(
+        cls, config: Mapping[str, Any], user: Iterable[Resolver[Any]] = ()
+    ) -> ResolverRegistry:
+        """From a mapping such as parsed YAML::
+
+            default: lww
+            topics: {carts: multi-value, docs: document}
+            types: {inc: counter, dec: counter}
+
+        Unknown keys and unknown resolver names raise :class:`ResolverError` naming the field.
+        """
+        unknown = sorted(set(config) - {"default", "topics", "types"})
+        if unknown:
+            raise ResolverError(f"resolvers.{unknown[0]}: unknown key; use default, topics, types")
+        default = config.get("default", "lww")
+        if not isinstance(default, str):
+            raise ResolverError(f"resolvers.default: expected a resolver name, got {default!r}")
+        tables: dict[str, dict[str, str]] = {}
+        for field in ("topics", "types"):
+            table = config.get(field) or {}
+            if not isinstance(table, Mapping) or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in table.items()
+            ):
+                raise ResolverError(f"resolvers.{field}: expected a mapping of name -> resolver")
+            tables[field] = dict(table)
+        registry = cls(user=user)
+        for field, table in (("default", {"": default}), *tables.items()):
+            for name, resolver in table.items():
+                if resolver not in registry._resolvers:
+                    where = f"resolvers.{field}" + (f".{name}" if name else "")
+                    raise ResolverError(
+                        f"{where}: unknown resolver {resolver!r}; "
+                        f"known: {', '.join(sorted(registry._resolvers))}"
+                    )
+        registry.default = default
+        registry.by_topic = tables["topics"]
+        registry.by_type = tables["types"]
+        return registry
+
     def register(self, resolver: Resolver[Any]) -> None:
         self._resolvers[resolver.name] = resolver
 

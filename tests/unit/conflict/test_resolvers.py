@@ -273,3 +273,28 @@ def test_resolve_takes_a_name_and_validates_every_event() -> None:
     with pytest.raises(ResolverError, match="unknown resolver 'nope'; built-in: counter"):
         resolve("nope", [e])
     assert resolve("lww", []) is None
+
+
+def test_registry_from_config_chooses_by_type_then_topic() -> None:
+    longest = UserFunctionResolver("longest", lambda es: es[-1].payload)
+    registry = ResolverRegistry.from_config(
+        {"default": "multi-value", "topics": {"docs": "document"}, "types": {"inc": "counter"}},
+        user=[longest],
+    )
+    assert registry.for_event("docs", "inc").name == "counter"
+    assert registry.for_event("docs", "yjs").name == "document"
+    assert registry.for_event("users", "set").name == "multi-value"
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ({"topic": {}}, r"resolvers\.topic: unknown key"),
+        ({"default": 3}, r"resolvers\.default: expected"),
+        ({"topics": ["a"]}, r"resolvers\.topics: expected a mapping"),
+        ({"types": {"inc": "sum"}}, r"resolvers\.types\.inc: unknown resolver 'sum'"),
+    ],
+)
+def test_registry_config_errors_name_the_field(config: dict[str, Any], message: str) -> None:
+    with pytest.raises(ResolverError, match=message):
+        ResolverRegistry.from_config(config)
