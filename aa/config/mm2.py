@@ -8,7 +8,9 @@ Mapping (MM2 property → aa field):
   ``[A.]ssl.keystore.location`` when their ``*.type`` is ``PEM`` → the DC's client settings
   (top-level client settings apply to every cluster, a cluster's own override them).
 * ``A->B.enabled = true`` → the flow A→B; ``A->B.topics`` / ``A->B.topics.exclude`` → that
-  flow's own topic filter.
+  flow's own topic filter. As in MM2, a per-flow key overlays the top-level one of the same name
+  only: ``A->B.topics`` with a top-level ``topics.exclude`` keeps that exclude, and
+  ``A->B.topics.exclude`` with a top-level ``topics`` keeps that include.
 * ``topics``, ``topics.exclude`` (legacy ``topics.blacklist``) → ``topics`` (MM2 lists are
   comma-separated regexes).
 * ``replication.policy.class``: ``DefaultReplicationPolicy`` → ``loop_prevention: prefix``
@@ -18,9 +20,13 @@ Mapping (MM2 property → aa field):
   ``config.properties.exclude`` → ``topic_sync``; ``emit.checkpoints.*``, ``groups``,
   ``groups.exclude``, ``sync.group.offsets.enabled`` → ``checkpoints``;
   ``emit.heartbeats.*`` → ``heartbeats``; ``emit.offset-syncs.enabled`` → ``offset_sync``;
-  ``exactly.once.source.support = enabled`` → ``delivery: exactly-once``.
+  ``[A.]exactly.once.source.support``: ``enabled`` → ``delivery: exactly-once``; ``disabled`` →
+  at-least-once; ``preparing`` (a Connect rolling-upgrade stage aa does not have) →
+  at-least-once with a warning; any other value is an error. aa has one delivery mode, so
+  per-cluster values that disagree are an error too.
 
-Every other key is kept in :attr:`Topology.ignored` (``aa plan`` lists them).
+Every other key is kept in :attr:`Topology.ignored` (``aa plan`` lists them). Errors about a
+value name the MM2 key the user wrote (with aa's field in brackets), not only aa's field.
 """
 
 from __future__ import annotations
@@ -32,11 +38,14 @@ from typing import Any
 from aa.config.build import build_topology
 from aa.config.model import Topology
 from aa.errors import ConfigError
+from aa.logs import get_logger
 
 POLICIES = {
     "DefaultReplicationPolicy": "prefix",
     "IdentityReplicationPolicy": "headers",
 }
+EOS_VALUES = ("enabled", "disabled", "preparing")
+"""Connect's ``exactly.once.source.support`` values."""
 _PAIR = re.compile(r"^([^.\s]+)->([^.\s]+)\.(.+)$")
 _JAAS = re.compile(r'(\w+)\s*=\s*"((?:[^"\\]|\\.)*)"')
 _CLIENT_KEYS = (
@@ -124,6 +133,33 @@ def read_mm2(text: str, file: str = "<string>") -> Topology:
             return props[key]
         return None
 
+    keys: dict[str, str] = {}
+    """aa field path -> the MM2 key its value came from (for error messages)."""
+    try:
+        return _read(props, take, used, keys, file)
+    except ConfigError as exc:
+        raise _renamed(exc, keys, file) from None
+
+
+def _renamed(exc: ConfigError, keys: dict[str, str], file: str) -> ConfigError:
+    """``exc`` with aa's field path replaced by the MM2 key the value came from."""
+    msg = str(exc)
+    head = f"{file}: "
+    if not msg.startswith(head):
+        return exc
+    path, sep, rest = msg[len(head) :].partition(": ")
+    if not sep:
+        return exc
+    for prefix in sorted(keys, key=len, reverse=True):
+        if path == prefix or path.startswith((prefix + ".", prefix + "[")):
+            return ConfigError(f"{head}{keys[prefix]}: {rest} (aa field {path})")
+    return exc
+
+
+def _read(
+    props: dict[str, str], take: Any, used: set[str], keys: dict[str, str], file: str
+) -> Topology:
+
     clusters_raw = take("clusters")
     if clusters_raw is None:
         raise ConfigError(f"{file}: clusters: missing; allowed: a list like `clusters = A, B`")
@@ -134,9 +170,11 @@ def read_mm2(text: str, file: str = "<string>") -> Topology:
         if bootstrap is None:
             raise ConfigError(f"{file}: {c}.bootstrap.servers: missing for cluster {c}")
         dc: dict[str, Any] = {"bootstrap": bootstrap}
-        dc.update(_client(c, props, take, file))
+        keys[f"datacenters.{c}.bootstrap"] = f"{c}.bootstrap.servers"
+        dc.update(_client(c, props, take, file, keys))
         datacenters[c] = dc
 
+    glob = _topic_filter("topics", take)  # per-flow keys overlay these, key by key
     flows: list[Any] = []
     enabled: set[str] = set()
     for key in sorted(props):
@@ -153,8 +191,16 @@ def read_mm2(text: str, file: str = "<string>") -> Topology:
             continue
         pair = f"{src}->{dst}"
         enabled.add(pair)
-        tf = _topic_filter(pair + ".topics", take)
-        flows.append({pair: {"topics": tf}} if tf else pair)
+        own = _topic_filter(pair + ".topics", take)
+        if own is None:
+            flows.append(pair)
+            continue
+        tf = {**(glob or {}), **own}
+        where = f"flows[{len(flows)}].{pair}.topics"
+        for part in ("include", "exclude"):
+            if part in tf:
+                keys[f"{where}.{part}"] = (own if part in own else glob or {})[part + "_key"]
+        flows.append({pair: {"topics": _plain(tf)}})
     for key in props:
         m = _PAIR.match(key)
         pair = f"{m.group(1)}->{m.group(2)}" if m else ""
@@ -171,9 +217,15 @@ def read_mm2(text: str, file: str = "<string>") -> Topology:
     every = {f"{a}->{b}" for a in clusters for b in clusters if a != b}
     full = enabled == every and all(isinstance(f, str) for f in flows)
     raw: dict[str, Any] = {"datacenters": datacenters, "flows": "full-mesh" if full else flows}
-    tf = _topic_filter("topics", take)
-    if tf:
-        raw["topics"] = tf
+    if glob:
+        raw["topics"] = _plain(glob)
+        keys.update(
+            {
+                f"topics.{part}": glob[part + "_key"]
+                for part in ("include", "exclude")
+                if part in glob
+            }
+        )
     policy = take("replication.policy.class")
     mode = "prefix"  # MM2's default is DefaultReplicationPolicy
     if policy is not None:
@@ -186,40 +238,94 @@ def read_mm2(text: str, file: str = "<string>") -> Topology:
             )
         mode = POLICIES[short]
     sep = take("replication.policy.separator")
+    keys["loop_prevention.separator"] = "replication.policy.separator"
     if mode == "prefix":
         raw["loop_prevention"] = {"mode": "prefix", "separator": sep or ".", "style": "rename"}
     else:
         raw["loop_prevention"] = "headers"
-    if (take("exactly.once.source.support") or "").strip().lower() == "enabled":
+    if _exactly_once(clusters, take, file):
         raw["delivery"] = "exactly-once"
-    _sections(raw, props, take, file)
+    _sections(raw, props, take, file, keys)
     unused = tuple(sorted(k for k in props if k not in used))
     return build_topology(raw, file, ignored=unused)
 
 
-def _topic_filter(prefix: str, take: Any) -> dict[str, list[str]] | None:
+def _exactly_once(clusters: list[str], take: Any, file: str) -> bool:
+    """``exactly.once.source.support``, top level or per cluster: True for ``enabled``."""
+    log = get_logger("aa.config")
+    seen: dict[str, str] = {}
+    for key in (
+        "exactly.once.source.support",
+        *(f"{c}.exactly.once.source.support" for c in clusters),
+    ):
+        raw = take(key)
+        if raw is None:
+            continue
+        value = raw.strip().lower()
+        if value not in EOS_VALUES:
+            raise ConfigError(
+                f"{file}: {key}: invalid value {raw!r}; allowed: {' | '.join(EOS_VALUES)}"
+            )
+        if value == "preparing":
+            log.warning(
+                "mm2_key_approximated",
+                file=file,
+                key=key,
+                value=raw,
+                meaning="at-least-once: aa has no 'preparing' stage; set enabled for exactly-once",
+            )
+        seen[key] = "enabled" if value == "enabled" else "disabled"
+    if len(set(seen.values())) > 1:
+        listed = ", ".join(f"{k} = {v}" for k, v in seen.items())
+        raise ConfigError(
+            f"{file}: {', '.join(seen)}: disagree ({listed}); aa has one delivery mode for every "
+            "flow: set the same value everywhere (or only the top-level key)"
+        )
+    return "enabled" in seen.values()
+
+
+def _plain(tf: dict[str, Any]) -> dict[str, list[str]]:
+    return {k: v for k, v in tf.items() if not k.endswith("_key")}
+
+
+def _topic_filter(prefix: str, take: Any) -> dict[str, Any] | None:
+    """``prefix`` and ``prefix.exclude`` (legacy ``.blacklist``) as {include, exclude}; only the
+    parts given, each with the key it came from under ``<part>_key``."""
     inc = take(prefix)
-    exc = take(prefix + ".exclude")
+    exc_key = prefix + ".exclude"
+    exc = take(exc_key)
     legacy = take(prefix + ".blacklist")
-    if exc is None:
-        exc = legacy
+    if exc is None and legacy is not None:
+        exc, exc_key = legacy, prefix + ".blacklist"
     if inc is None and exc is None:
         return None
-    out: dict[str, list[str]] = {"include": _list(inc) if inc is not None else [".*"]}
+    out: dict[str, Any] = {}
+    if inc is not None:
+        out["include"], out["include_key"] = _list(inc), prefix
     if exc is not None:
-        out["exclude"] = _list(exc)
+        out["exclude"], out["exclude_key"] = _list(exc), exc_key
     return out
 
 
-def _client(c: str, props: dict[str, str], take: Any, file: str) -> dict[str, Any]:
+def _client(
+    c: str, props: dict[str, str], take: Any, file: str, keys: dict[str, str]
+) -> dict[str, Any]:
     """The DC's client settings; a cluster-prefixed key overrides the top-level one."""
     vals: dict[str, str] = {}
+    where: dict[str, str] = {}
     for key in _CLIENT_KEYS:
+        where[key] = f"{c}.{key}"
         v = take(f"{c}.{key}")
         if v is None:
-            v = take(key)
+            v, where[key] = take(key), key
         if v is not None:
             vals[key] = v.strip()
+    dc = f"datacenters.{c}"
+    keys[f"{dc}.security_protocol"] = where["security.protocol"]
+    keys[f"{dc}.sasl.mechanism"] = where["sasl.mechanism"]
+    keys[f"{dc}.sasl"] = where["sasl.jaas.config"]
+    keys[f"{dc}.ssl.cafile"] = where["ssl.truststore.location"]
+    keys[f"{dc}.ssl.certfile"] = where["ssl.keystore.location"]
     out: dict[str, Any] = {}
     protocol = vals.get("security.protocol", "PLAINTEXT").upper()
     if "security.protocol" in vals:
@@ -254,17 +360,32 @@ def _client(c: str, props: dict[str, str], take: Any, file: str) -> dict[str, An
     return out
 
 
-def _sections(raw: dict[str, Any], props: dict[str, str], take: Any, file: str) -> None:
+def _sections(
+    raw: dict[str, Any], props: dict[str, str], take: Any, file: str, keys: dict[str, str]
+) -> None:
     def flag(key: str) -> bool | None:
         take(key)
         return _bool(props, key, file)
+
+    keys.update(
+        {
+            "topic_sync.interval_s": "refresh.topics.interval.seconds",
+            "topic_sync.config_exclude": "config.properties.exclude",
+            "checkpoints.interval_s": "emit.checkpoints.interval.seconds",
+            "checkpoints.groups.include": "groups",
+            "checkpoints.groups.exclude": "groups.exclude",
+            "heartbeats.interval_s": "emit.heartbeats.interval.seconds",
+        }
+    )
 
     ts: dict[str, Any] = {}
     if (v := flag("sync.topic.configs.enabled")) is not None:
         ts["enabled"] = v
     if (s := take("refresh.topics.interval.seconds")) is not None:
         ts["interval_s"] = s
-    ex = take("config.properties.exclude") or take("config.properties.blacklist")
+    ex = take("config.properties.exclude")
+    if ex is None and (ex := take("config.properties.blacklist")) is not None:
+        keys["topic_sync.config_exclude"] = "config.properties.blacklist"
     if ex is not None:
         ts["config_exclude"] = _list(ex)
     if ts:
@@ -277,7 +398,9 @@ def _sections(raw: dict[str, Any], props: dict[str, str], take: Any, file: str) 
     if (v := flag("sync.group.offsets.enabled")) is not None:
         cp["apply"] = v
     groups = take("groups")
-    gex = take("groups.exclude") or take("groups.blacklist")
+    gex = take("groups.exclude")
+    if gex is None and (gex := take("groups.blacklist")) is not None:
+        keys["checkpoints.groups.exclude"] = "groups.blacklist"
     if groups is not None or gex is not None:
         cp["groups"] = {"include": _list(groups) if groups else [".*"]}
         if gex is not None:

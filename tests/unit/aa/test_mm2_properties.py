@@ -200,12 +200,12 @@ MM2_ERRORS = [
         "gssapi",
         BASE
         + "A->B.enabled = true\nA.security.protocol = SASL_PLAINTEXT\nA.sasl.mechanism = GSSAPI\n",
-        r"datacenters\.A\.sasl\.mechanism: invalid value 'GSSAPI'",
+        r"A\.sasl\.mechanism: invalid value 'GSSAPI'.*\(aa field datacenters\.A\.sasl\.mechanism\)",
     ),
     (
         "regex",
         BASE + "A->B.enabled = true\ntopics = a, (b\n",
-        r"topics\.include\[1\]: invalid regular expression '\(b'",
+        r"^mm2\.properties: topics: invalid regular expression '\(b'.*\(aa field topics\.include\[1\]\)",
     ),
     (
         "bad-cluster-name",
