@@ -12,8 +12,16 @@ Every record aa forwards carries:
   record keeps its original CreateTime, so this is what replication delay is measured from).
   Rewritten at every hop; ignored by :func:`read`.
 
-Values are UTF-8. Decoding is strict: anything malformed raises :class:`ProvenanceError`, and the
-caller decides whether to stop or dead-letter; nothing here drops data.
+Values are UTF-8. Decoding is strict: anything malformed raises :class:`ProvenanceError`.
+
+Which headers count (:func:`mirrored_into`): provenance is believed only when a mirror wrote the
+record into the DC it is read from — all three headers present and well formed, the path
+starting at the origin and ending at this DC, ``aa-src`` naming the origin and this record's
+topic (or, in prefix mode, the topic without the origin's prefix). Anything else — a record an
+application re-produced with copied headers, a partial or garbled set, headers copied from
+another DC — was written here by an application: it is local, its stale ``aa-*`` headers are
+replaced, and it is forwarded like any local record. So no odd header stops a flow, and nothing
+loops: a local record gets fresh provenance and crosses each link once like any other event.
 """
 
 from __future__ import annotations
@@ -38,6 +46,7 @@ DC_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,31}$")
 (the default prefix separator), ``,`` (the path separator) or ``/`` (the src separator)."""
 
 Headers = Sequence[tuple[str, bytes]]
+_DIGITS = re.compile(r"[0-9]{1,19}\Z")
 
 
 def check_dc_name(name: str) -> str:
@@ -71,15 +80,14 @@ class SourceRef:
         dc, topic, partition, offset = parts
         if not DC_NAME.match(dc) or not topic:
             raise ProvenanceError(f"header {SRC}={text!r}: bad DC or empty topic")
-        try:
-            p, o = int(partition), int(offset)
-        except ValueError:
+        # ASCII digits only: int() would also take "+5", " 5", "1_0" and other scripts' digits,
+        # none of which a mirror writes.
+        if not (_DIGITS.match(partition) and _DIGITS.match(offset)):
             raise ProvenanceError(
-                f"header {SRC}={text!r}: partition and offset must be integers"
-            ) from None
-        if p < 0 or o < 0:
-            raise ProvenanceError(f"header {SRC}={text!r}: negative partition or offset")
-        return cls(dc, topic, p, o)
+                f"header {SRC}={text!r}: partition and offset must be integers, not negative "
+                "(ASCII digits)"
+            )
+        return cls(dc, topic, int(partition), int(offset))
 
     def __str__(self) -> str:
         return f"{self.dc}/{self.topic}/{self.partition}/{self.offset}"
@@ -175,6 +183,33 @@ def read(headers: Iterable[tuple[str, bytes | None]] | None) -> Provenance:
     if origin is not None and path and path[0] != origin:
         raise ProvenanceError(f"{PATH} must start with the origin {origin!r}, got {path!r}")
     return Provenance(origin, path, src)
+
+
+def mirrored_into(
+    headers: Iterable[tuple[str, bytes | None]] | None,
+    dc: str,
+    topic: str,
+    separator: str | None = None,
+) -> Provenance | None:
+    """The record's provenance if a mirror wrote it into ``dc``'s ``topic``; ``None`` when the
+    record is local there (no ``aa-*`` provenance, or provenance no mirror would have written).
+
+    ``separator`` is the prefix separator in prefix mode, ``None`` in headers mode: there the
+    copy of ``SF/users/…`` lives in ``SF.users`` (and of ``SF/SF.users/…`` in ``SF.users``).
+    The reference for the router's cached fast path.
+    """
+    try:
+        p = read(headers)
+    except ProvenanceError:
+        return None
+    if p.origin is None or p.src is None or len(p.path) < 2 or p.path[-1] != dc:
+        return None
+    if p.src.dc != p.origin:
+        return None
+    want = p.src.topic
+    if separator is not None and not want.startswith(p.origin + separator):
+        want = f"{p.origin}{separator}{want}"  # prefix mode: the copy carries the origin's name
+    return p if topic == want else None
 
 
 def strip(headers: Iterable[tuple[str, bytes]] | None) -> list[tuple[str, bytes]]:

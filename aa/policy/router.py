@@ -8,10 +8,13 @@ headers pays one scan plus a dict lookup keyed by its raw ``aa-origin``/``aa-pat
 (the decision for each distinct origin and path is computed once) and the check of its
 ``aa-src``.
 
-Decision for a record with provenance (origin O, path P) on flow A→B:
+Decision for a record with ``aa-*`` headers (origin O, path P, src S) read in A on flow A→B:
 
-1. malformed headers (not UTF-8, bad DC name, repeated, ``aa-path`` not starting with O, …)
-   → :class:`Malformed` (the flow stops or dead-letters per ``on_error``);
+1. unless a mirror wrote it into A (:func:`aa.provenance.mirrored_into`: all three headers well
+   formed, P from O to A, S naming O and this topic) it is *local*: an application wrote it in
+   A, perhaps re-producing a mirrored record with its headers copied. Its stale ``aa-*``
+   headers are replaced by A's fresh provenance and it is forwarded like any local record —
+   never skipped, never a reason to stop the flow;
 2. P names a DC twice → skip ``looped``; B is O or on P → skip ``visited``;
 3. headers mode: O not a DC of the topology → skip ``unknown-origin``; A→B not on O's route
    tree (:mod:`aa.policy.routes`) → skip ``not-on-route`` (in a full mesh: every record that did
@@ -21,7 +24,10 @@ Decision for a record with provenance (origin O, path P) on flow A→B:
 
 A local record is forwarded with ``aa-origin`` A, ``aa-path`` A,B and ``aa-src`` naming its
 topic, partition and offset in A. In prefix mode the topic decision has already chosen which
-topics carry which origin, so steps 3 is skipped; step 2 still guards against loops.
+topics carry which origin, so step 3 is skipped; step 2 still guards against loops.
+
+The decision is cached per (topic, raw ``aa-origin``, raw ``aa-path``, ``aa-src`` without its
+offset); per record only the offset's digits are checked.
 """
 
 from __future__ import annotations
@@ -30,8 +36,8 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from aa.config.model import Flow, Topology
-from aa.errors import ProvenanceError
-from aa.mirror.types import Headers, Malformed, Route, Skip
+from aa.logs import get_logger
+from aa.mirror.types import Headers, Route, Skip
 from aa.policy.routes import RouteTable
 from aa.policy.selection import TopicDecision, TopicSelector
 from aa.provenance import (
@@ -40,14 +46,15 @@ from aa.provenance import (
     PREFIX,
     SRC,
     LocalStamp,
-    SourceRef,
-    read,
+    mirrored_into,
     strip,
 )
 
 CACHE_LIMIT = 4096
 """Distinct (origin, path) values remembered; far more than any real topology produces."""
-_DUMMY_SRC = b"A/t/0/0"
+_LOCAL = Skip("local")
+"""Cached decision marker: the record is local (never returned to the flow)."""
+_log = get_logger("aa.policy")
 
 SKIP_LOOPED = Skip("looped")
 SKIP_VISITED = Skip("visited")
@@ -82,7 +89,14 @@ class FlowRouter:
         self._headers_mode = topology.loop_prevention.mode == "headers"
         self._dcs = frozenset(topology.dc_names)
         self._stamps: dict[tuple[str, int], LocalStamp] = {}
-        self._decisions: dict[tuple[bytes | None, bytes | None, bool], Route | _Forward] = {}
+        self._separator = (
+            topology.loop_prevention.separator
+            if topology.loop_prevention.mode == "prefix"
+            else None
+        )
+        self._decisions: dict[tuple[str, bytes, bytes, bytes], Route | _Forward] = {}
+        self.foreign_seen = 0
+        """Distinct foreign provenances (origin, path, src without offset) treated as local."""
 
     # -- topics -----------------------------------------------------------------------------
 
@@ -149,46 +163,47 @@ class FlowRouter:
             elif key == SRC:
                 repeated |= has_src
                 has_src, src = True, value
-        if repeated:
-            return _malformed(headers)
-        cache_key = (origin, path, has_src)
+        if repeated or origin is None or path is None or src is None:
+            return self._local(topic, partition, offset, headers)  # not a mirror's copy
+        src_at, slash, src_offset = src.rpartition(b"/")
+        if not slash or not src_offset.isdigit() or len(src_offset) > 19:
+            return self._local(topic, partition, offset, headers)
+        cache_key = (topic, origin, path, src_at)
         decision = self._decisions.get(cache_key)
         if decision is None:
-            decision = self._decide(origin, path, has_src)
+            decision = self._decide(topic, origin, path, src_at)
             if len(self._decisions) >= CACHE_LIMIT:
                 self._decisions.clear()
             self._decisions[cache_key] = decision
-        if isinstance(decision, Malformed):
-            return decision
-        if has_src:  # checked even when skipping: malformed is malformed on every flow
-            if src is None:
-                return Malformed(f"header {SRC} has no value")
-            try:
-                SourceRef.decode(src)
-            except ProvenanceError as exc:
-                return Malformed(str(exc))
+        if decision is _LOCAL:
+            return self._local(topic, partition, offset, headers)
         if not isinstance(decision, tuple):
             return decision
-        if src is not None:
-            src_header = (SRC, src)
-        else:
-            src_header = (SRC, SourceRef(self.source, topic, partition, offset).encode())
-        return [*strip(headers), decision[0], decision[1], src_header]
+        return [*strip(headers), decision[0], decision[1], (SRC, src)]
 
-    def _decide(self, origin: bytes | None, path: bytes | None, has_src: bool) -> Route | _Forward:
-        raw: list[tuple[str, bytes]] = []
-        if origin is not None:
-            raw.append((ORIGIN, origin))
-        if path is not None:
-            raw.append((PATH, path))
-        if has_src:
-            raw.append((SRC, _DUMMY_SRC))
-        try:
-            p = read(raw)
-        except ProvenanceError as exc:
-            return Malformed(str(exc))
-        if p.origin is None:  # only aa-ts or other non-provenance aa-* headers: a local record
-            return ((ORIGIN, self.source.encode()), (PATH, f"{self.source},{self.target}".encode()))
+    def _local(self, topic: str, partition: int, offset: int, headers: Headers) -> Route:
+        """A record written in the source DC by an application, stale ``aa-*`` headers and all."""
+        stamp = self._stamps.get((topic, partition))
+        if stamp is None:
+            stamp = self._stamps[(topic, partition)] = LocalStamp(
+                self.source, self.target, topic, partition
+            )
+        return stamp.headers(offset, strip(headers))
+
+    def _decide(self, topic: str, origin: bytes, path: bytes, src_at: bytes) -> Route | _Forward:
+        raw = [(ORIGIN, origin), (PATH, path), (SRC, src_at + b"/0")]
+        p = mirrored_into(raw, self.source, topic, self._separator)
+        if p is None:
+            self.foreign_seen += 1
+            _log.info(
+                "foreign_provenance_local",
+                flow=self.flow.name,
+                topic=topic,
+                origin=origin[:64],
+                path=path[:128],
+                src=src_at[:128],
+            )
+            return _LOCAL
         if p.looped:
             return SKIP_LOOPED
         if p.has_visited(self.target):
@@ -198,16 +213,9 @@ class FlowRouter:
                 return SKIP_UNKNOWN_ORIGIN
             if not self.routes.forwards(p.origin, self.source, self.target):
                 return SKIP_NOT_ON_ROUTE
-        new_path = (*(p.path or (p.origin,)), self.target)
+        assert p.origin is not None  # mirrored_into returns complete provenance only
+        new_path = (*p.path, self.target)
         return ((ORIGIN, p.origin.encode()), (PATH, ",".join(new_path).encode()))
-
-
-def _malformed(headers: Headers) -> Malformed:
-    try:
-        read(headers)
-    except ProvenanceError as exc:
-        return Malformed(str(exc))
-    return Malformed("malformed aa-* headers")  # pragma: no cover - read() raises on repeats
 
 
 def routers_for(topology: Topology, dc: str) -> list[FlowRouter]:

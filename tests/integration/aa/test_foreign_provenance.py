@@ -1,0 +1,64 @@
+"""Copied, partial and garbled ``aa-*`` headers on a real flow (issue 10 item 2): the records
+are local to the DC they were written in, copied with fresh provenance, and the flow — under
+the default ``on_error: fail`` — never stops for them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from aa.config import read_yaml
+from aa.mirror.build import build_flows
+from tests.conftest import DcCluster
+from tests.helpers.kafka import Rec, consume_all, create_topic, eventually, produce
+from tests.helpers.mirror import committed, running_flow
+
+pytestmark = pytest.mark.integration
+
+
+async def test_records_with_copied_or_partial_provenance_are_copied_and_the_flow_goes_on(
+    dc_clusters: dict[str, DcCluster], unique_name: Callable[[str], str]
+) -> None:
+    sf, nyc = dc_clusters["SF"].bootstrap, dc_clusters["NYC"].bootstrap
+    topic = await create_topic(sf, unique_name("foreign"), partitions=1)
+    odd: list[list[tuple[str, bytes]]] = [
+        [],  # an ordinary local record
+        [("aa-src", b"LON/users/0/1")],  # only aa-src: stopped the flow forever before
+        [
+            ("aa-origin", b"NYC"),
+            ("aa-path", b"NYC,SF"),
+            ("aa-src", b"NYC/other/0/7"),
+        ],  # re-produced
+        [("aa-origin", b"\xff\xfe")],  # not UTF-8
+        [("aa-origin", b"SF"), ("aa-origin", b"SF")],  # repeated
+        [("aa-origin", b"NYC"), ("aa-path", b"NYC,SF"), ("aa-src", f"NYC/{topic}/0/1".encode())],
+    ]
+    await produce(
+        sf, topic, [Rec(b"k", f"v{i}".encode(), h, partition=0) for i, h in enumerate(odd)]
+    )
+    t = read_yaml(
+        f"datacenters:\n  SF: {{bootstrap: '{sf}'}}\n  NYC: {{bootstrap: '{nyc}'}}\n"
+        f"flows: [SF->NYC]\ntopics: ['{topic}']\noffset_sync: {{enabled: false}}\n"
+    )
+    [(settings, router)] = build_flows(t, t.inbound("NYC"))
+    async with running_flow(settings, router) as (_flow, task):
+        copied = await consume_all(nyc, topic, count=5, settle=1.0)
+        await eventually(
+            lambda: _equals(committed(sf, settings.group_id, topic, 1), {0: 6}),
+            timeout=60,
+            message="source offset 6 committed",
+        )
+        assert not task.done()  # still running: nothing stopped it
+    assert [r.value for r in copied] == [b"v0", b"v1", b"v2", b"v3", b"v4"]  # v5 is NYC's own
+    for i, r in enumerate(copied):
+        aa = [(k, v) for k, v in r.headers if k.startswith("aa-") and k != "aa-ts"]
+        assert aa == [
+            ("aa-origin", b"SF"),
+            ("aa-path", b"SF,NYC"),
+            ("aa-src", f"SF/{topic}/0/{i}".encode()),
+        ]
+
+
+async def _equals(coro: object, want: object) -> bool:
+    return await coro == want  # type: ignore[misc]
