@@ -24,6 +24,7 @@ from aa.config.model import (
     ErrorAction,
     Flow,
     FlowGraph,
+    HeadersTopicSync,
     Heartbeats,
     LoopMode,
     LoopPrevention,
@@ -327,12 +328,16 @@ def _tuning(node: Field | None) -> Tuning:
 def _topic_sync(node: Field | None) -> TopicSync:
     if node is None:
         return TopicSync()
-    f = node.mapping(("enabled", "interval_s", "config_exclude"))
-    en, iv, ce = (get(f, k, node) for k in ("enabled", "interval_s", "config_exclude"))
+    keys = ("enabled", "interval_s", "config_exclude", "headers_mode")
+    f = node.mapping(keys)
+    en, iv, ce, hm = (get(f, k, node) for k in keys)
     return TopicSync(
         enabled=en.boolean() if en else True,
         interval_s=iv.number(positive=True) if iv else 30.0,
         config_exclude=ce.str_list() if ce else DEFAULT_CONFIG_EXCLUDE,
+        headers_mode=cast(HeadersTopicSync, hm.choice(("create-only", "sync")))
+        if hm
+        else "create-only",
     )
 
 

@@ -22,6 +22,7 @@ Compression = Literal["none", "gzip", "snappy", "lz4", "zstd"]
 ErrorAction = Literal["fail", "dead-letter"]
 TopologyKind = Literal["full-mesh", "hub-and-spoke", "list"]
 Direction = Literal["inbound", "outbound", "both"]
+HeadersTopicSync = Literal["create-only", "sync"]
 
 SECURITY_PROTOCOLS: tuple[SecurityProtocol, ...] = (
     "PLAINTEXT",
@@ -128,6 +129,10 @@ class TopicSync:
     enabled: bool = True
     interval_s: float = 30.0
     config_exclude: tuple[str, ...] = DEFAULT_CONFIG_EXCLUDE
+    headers_mode: HeadersTopicSync = "create-only"
+    """Headers mode only: ``create-only`` — the target DC owns its same-named topic, so an
+    existing one keeps its configs and partitions (mismatches are logged); ``sync`` — make it
+    like the source's, as prefix mode does for its replicas."""
 
 
 @dataclass(frozen=True, slots=True)

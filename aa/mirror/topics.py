@@ -1,9 +1,19 @@
 """Topic sync for one flow: create missing target topics with the source's partition count and
 replicated configs, grow partitions, and keep configs in step.
 
-The source is the authority for what it copies: partitions only grow (Kafka cannot shrink them)
-and target configs are set to the source's, except the keys in the exclude list, which stay as
-the target has them (AlterConfigs replaces every dynamic config, so those are sent back as-is).
+Who owns the target topic decides what happens to an existing one:
+
+* prefix mode (and headers mode with ``topic_sync.headers_mode: sync``): the target topic is a
+  replica of the source's, and the source is the authority — partitions only grow (Kafka cannot
+  shrink them) and target configs are set to the source's, except the keys in the exclude list,
+  which stay as the target has them (AlterConfigs replaces every dynamic config, so those are
+  sent back as-is);
+* headers mode (default ``create-only``): the same-named topic in the target is the target DC's
+  own application topic, written by its applications and by every inbound flow. Topic sync
+  creates it when missing (like the source's) and then leaves its configs and partitions alone;
+  a difference from the source is logged once as ``topic_mismatch`` (with two sources that
+  differ, syncing would flip the target's configs at every pass). Fewer target partitions are
+  handled by the flow: every record of that topic goes by key hash.
 """
 
 from __future__ import annotations
@@ -46,6 +56,9 @@ class TopicSync:
         self._exclude = exclude
         self._pattern = re.compile(router.subscription())
         self._dead_letter = dead_letter_topic
+        self.owned = bool(getattr(router, "target_owns_topics", False))
+        """The target owns existing topics: create missing ones only (headers mode)."""
+        self._warned: set[tuple[str, str, str]] = set()
         self.partitions: dict[str, int] = {}
         """Target partition count per *target* topic, as of the last sync."""
         self.max_message_bytes: dict[str, int] = {}
@@ -84,14 +97,23 @@ class TopicSync:
         grown = []
         for _src, (tgt, info) in routed.items():
             have = target_topics.get(tgt)
-            if have is not None and have.partitions < info.partitions:
+            if have is None or have.partitions == info.partitions:
+                continue
+            if self.owned:
+                self._mismatch(
+                    tgt, "partitions", f"source {info.partitions}, target {have.partitions}"
+                )
+            elif have.partitions < info.partitions:
                 await self._target.add_partitions(tgt, info.partitions)
                 grown.append(tgt)
                 self._log.info("partitions_added", topic=tgt, partitions=info.partitions)
         reconfigured = await self._sync_configs(routed, src_cfg, exclude_new=set(created))
         for _src, (tgt, info) in routed.items():
             have = target_topics.get(tgt)
-            self.partitions[tgt] = max(info.partitions, have.partitions if have else 0)
+            if have is None or tgt in grown:
+                self.partitions[tgt] = info.partitions
+            else:
+                self.partitions[tgt] = have.partitions
         if self._dead_letter:
             self.partitions.setdefault(self._dead_letter, 1)
         return SyncResult(tuple(created), tuple(grown), tuple(reconfigured))
@@ -114,9 +136,32 @@ class TopicSync:
         for tgt, src in targets.items():
             want = replicated_configs(src_cfg.get(src, {}), self._exclude)
             have = tgt_cfg.get(tgt, {})
-            if replicated_configs(have, self._exclude) != want:
+            if replicated_configs(have, self._exclude) != want and self.owned:
+                diff = sorted(
+                    k
+                    for k in set(want) | set(replicated_configs(have, self._exclude))
+                    if want.get(k) != have.get(k)
+                )
+                self._mismatch(tgt, "configs", ", ".join(diff))
+            elif replicated_configs(have, self._exclude) != want:
                 kept = {k: v for k, v in have.items() if k in self._exclude}
                 await self._target.set_topic_configs(tgt, {**kept, **want})
                 changed.append(tgt)
                 self._log.info("topic_config_synced", topic=tgt, configs=want)
         return changed
+
+    def _mismatch(self, topic: str, difference: str, detail: str) -> None:
+        """Log a difference between source and target once per topic, kind and detail."""
+        key = (topic, difference, detail)
+        if key in self._warned:
+            return
+        self._warned.add(key)
+        self._log.warning(
+            "topic_mismatch",
+            topic=topic,
+            difference=difference,
+            detail=detail,
+            kept="target",
+            fix="the target DC owns this topic in headers mode; change it there, or set "
+            "topic_sync.headers_mode: sync to make it like the source",
+        )

@@ -87,6 +87,11 @@ class FlowRouter:
         self.routes = routes or RouteTable(topology.dc_names, topology.flows)
         self.topics = TopicSelector(topology, flow, routes=self.routes)
         self._headers_mode = topology.loop_prevention.mode == "headers"
+        self.target_owns_topics = (
+            self._headers_mode and topology.topic_sync.headers_mode == "create-only"
+        )
+        """Topic sync creates missing target topics but leaves existing ones alone: in headers
+        mode the same-named topic in the target is the target DC's own application topic."""
         self._dcs = frozenset(topology.dc_names)
         self._stamps: dict[tuple[str, int], LocalStamp] = {}
         self._separator = (
