@@ -9,11 +9,14 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from conflict import BUILTIN, EventWriter, Materializer, PatternConsumer, ResolverRegistry, resolve
+from conflict import EventWriter, Materializer, PatternConsumer, ResolverRegistry
+
+if TYPE_CHECKING:
+    from examples.demo import Demo
 
 DCS = ("SF", "NYC", "LON")
 TOPIC = "orders"
@@ -67,7 +70,8 @@ async def wait_replicated(clusters: dict[str, str], total: int, timeout: float =
     try:
         # every DC holds the same number of events (this run's and any earlier run's), and
         # that number stays put for a second: the mirrors have nothing left to copy
-        deadline, stable_since, last = time.monotonic() + timeout, 0.0, {}
+        deadline, stable_since = time.monotonic() + timeout, 0.0
+        last: dict[str, int] = {}
         while time.monotonic() < deadline:
             held = {
                 dc: sum((await c.end_offsets(tps)).values()) for dc, (c, tps) in consumers.items()
@@ -104,16 +108,17 @@ async def converged_view(clusters: dict[str, str]) -> dict[str, str]:
                 f"   {dc:<4} alice -> {books}   state digest {digests[dc][:16]}  "
                 f"({len(view.materializer)} users)"
             )
-            if dc == "SF":
-                events = [
-                    e
-                    for bucket in view.materializer._keys["alice"].events.values()
-                    for e in bucket.values()
-                ]
-                print(
-                    f"        with last-writer-wins instead: alice -> "
-                    f"{resolve(BUILTIN['lww'], events)['book']} (the same winner in every DC)"
-                )
+    # the same events under another resolver: a second view of SF's copy, folded with LWW
+    async with PatternConsumer(
+        f"^{TOPIC}$",
+        Materializer(ResolverRegistry(default="lww")),
+        bootstrap_servers=clusters["SF"],
+    ) as lww:
+        await lww.catch_up()
+        print(
+            f"        with last-writer-wins instead: alice -> {lww.get('alice')['book']} "
+            "(the same winner in every DC)"
+        )
     same = len(set(digests.values())) == 1
     print(f"   converged: {'yes, byte-identical in every DC' if same else 'NO'}")
     return digests
@@ -160,8 +165,9 @@ def reconcile(config: Path, out: Path) -> dict[str, Any]:
     return summary
 
 
-async def story(clusters: dict[str, str], config: Path, args: argparse.Namespace) -> None:
+async def story(demo: Demo, config: Path, args: argparse.Namespace) -> None:
+    clusters = demo.bootstraps
     total = await write_conflicts(clusters, args.keys)
     await wait_replicated(clusters, total)
     await converged_view(clusters)
-    reconcile(config, args.out / "reconcile")
+    await asyncio.to_thread(reconcile, config, args.out / "reconcile")
