@@ -42,9 +42,40 @@ def configure(*, json: bool | None = None, level: str | None = None) -> None:
         logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
         cache_logger_on_first_use=False,
     )
-    # aiokafka logs through stdlib logging; keep it quiet unless asked.
-    logging.basicConfig(level=max(numeric, logging.WARNING), stream=sys.stderr)
+    # aiokafka (and asyncio) log through stdlib logging: render their records with the same
+    # processors and renderer, so `--log-format json` gives JSON lines only. Quiet below
+    # WARNING unless asked.
+    formatter = structlog.stdlib.ProcessorFormatter(
+        processor=renderer,
+        foreign_pre_chain=[
+            structlog.stdlib.add_logger_name,
+            structlog.stdlib.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+        ],
+    )
+    root = logging.getLogger()
+    for handler in [h for h in root.handlers if isinstance(h, _StderrHandler)]:
+        root.removeHandler(handler)
+    handler = _StderrHandler()
+    handler.setFormatter(formatter)
+    root.addHandler(handler)
+    root.setLevel(max(numeric, logging.WARNING))
     _configured = True
+
+
+class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]  # generic only in typeshed
+    """Writes to whatever ``sys.stderr`` is at the time of the record (tests swap it)."""
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+
+    @property
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: Any) -> None:
+        pass
 
 
 def get_logger(name: str, **bound: Any) -> Any:

@@ -83,6 +83,14 @@ class Checkpoints:
             if old is None or cp.downstream >= old.downstream:
                 self.latest[cp.ident] = cp
 
+    def would_advance(self, cp: Checkpoint) -> bool:
+        """True when ``cp`` is new or further than the last one (without remembering it)."""
+        old = self.latest.get(cp.ident)
+        return old is None or not (
+            cp.downstream < old.downstream
+            or (cp.downstream == old.downstream and cp.upstream <= old.upstream)
+        )
+
     def advance(self, cp: Checkpoint) -> Checkpoint | None:
         """``cp`` if it should be emitted (new, or further than the last), else ``None``."""
         old = self.latest.get(cp.ident)

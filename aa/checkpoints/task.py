@@ -17,6 +17,7 @@ from aiokafka import AIOKafkaProducer, TopicPartition
 from aa.admin import ClusterAdmin
 from aa.checkpoints.model import Checkpoint, Checkpoints
 from aa.config import Topology, client_kwargs
+from aa.errors import AaError
 from aa.logs import get_logger
 from aa.observe.metrics import Metrics
 from aa.offsets.groups import commit_group_offsets, group_offsets, group_state, list_groups
@@ -28,6 +29,10 @@ from aa.policy.naming import is_internal
 from aa.tail import TopicReader
 
 CHECKPOINT_TOPIC_CONFIGS = {"cleanup.policy": "compact"}
+
+
+class CheckpointWriteError(AaError):
+    """The target refused a checkpoint; the state did not advance past it."""
 
 
 def checkpoint_topic(topology: Topology, source: str, target: str) -> str:
@@ -72,12 +77,11 @@ class CheckpointTask:
         self.log = get_logger("aa.checkpoints", flow=f"{source}->{target}")
 
     async def run(self, stop: asyncio.Event) -> None:
+        """Every interval, :meth:`once`. A failure propagates: the supervisor logs it with its
+        cause, counts it and restarts this loop with backoff (state is re-read on restart)."""
         try:
             while not stop.is_set():
-                try:
-                    await self.once()
-                except Exception as exc:  # noqa: BLE001 - retried next interval, logged
-                    self.log.warning("checkpoint_failed", error=repr(exc))
+                await self.once()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), self.topology.checkpoints.interval_s)
         finally:
@@ -138,10 +142,9 @@ class CheckpointTask:
                     plan.exactness,
                     now,
                 )
-                if self.state.advance(cp) is not None:
-                    await producer.send(self.topic, cp.encode(), cp.key())
+                if self.state.would_advance(cp):
                     out.append(cp)
-        await producer.flush()
+        out = await self._write(producer, out)
         self.emitted += len(out)
         if self.metrics is not None and out:
             self.metrics.checkpoints.labels(source=self.source, target=self.target).inc(len(out))
@@ -151,6 +154,32 @@ class CheckpointTask:
             for group in sorted({cp.group for cp in out}):
                 await self.apply(group)
         return out
+
+    async def _write(self, producer: AIOKafkaProducer, cps: list[Checkpoint]) -> list[Checkpoint]:
+        """Send ``cps`` and remember those the target acknowledged; raise if any failed.
+
+        The state advances only past a checkpoint that was written, so a refused one is sent
+        again on the next pass instead of being forgotten (a flush does not report failures).
+        """
+        futures = [await producer.send(self.topic, cp.encode(), cp.key()) for cp in cps]
+        results = await asyncio.gather(*futures, return_exceptions=True)
+        written, errors = [], []
+        for cp, result in zip(cps, results, strict=True):
+            if isinstance(result, BaseException):
+                errors.append(result)
+            else:
+                self.state.advance(cp)
+                written.append(cp)
+        if errors:
+            if self.metrics is not None:
+                self.metrics.errors.labels(
+                    source=self.source, target=self.target, kind="checkpoint-write"
+                ).inc(len(errors))
+            raise CheckpointWriteError(
+                f"{self.source}->{self.target}: writing {len(errors)} of {len(cps)} checkpoints "
+                f"to {self.topic} in {self.target} failed: {errors[0]!r}"
+            ) from errors[0]
+        return written
 
     async def apply(self, group: str) -> bool:
         """Move ``group`` in the target forward to its checkpoints if it is idle there."""

@@ -36,22 +36,21 @@ async def _wait(stop: asyncio.Event, seconds: float) -> None:
 
 
 async def write_heartbeats(topology: Topology, dc: str, stop: asyncio.Event) -> None:
-    """Every interval, one heartbeat of ``dc`` to the heartbeat topic in ``dc``."""
+    """Every interval, one heartbeat of ``dc`` to the heartbeat topic in ``dc``. A failed write
+    raises (the supervisor logs, counts and restarts this loop with backoff); the missing beats
+    are themselves the signal on the other side."""
     client = client_kwargs(topology.datacenter(dc))
     topic = topology.heartbeats.topic
     producer: AIOKafkaProducer | None = None
     try:
         while not stop.is_set():
-            try:
-                if producer is None:
-                    async with ClusterAdmin(dc, **client) as admin:
-                        await admin.create_topics([(topic, 1, HEARTBEAT_TOPIC_CONFIGS)])
-                    producer = AIOKafkaProducer(**client, acks="all", request_timeout_ms=10_000)
-                    await producer.start()
-                hb = Heartbeat(dc, int(time.time() * 1000))
-                await producer.send_and_wait(topic, hb.encode(), dc.encode())
-            except Exception as exc:  # noqa: BLE001 - a missed beat is the signal itself; retry
-                log.warning("heartbeat_write_failed", dc=dc, error=repr(exc))
+            if producer is None:
+                async with ClusterAdmin(dc, **client) as admin:
+                    await admin.create_topics([(topic, 1, HEARTBEAT_TOPIC_CONFIGS)])
+                producer = AIOKafkaProducer(**client, acks="all", request_timeout_ms=10_000)
+                await producer.start()
+            hb = Heartbeat(dc, int(time.time() * 1000))
+            await producer.send_and_wait(topic, hb.encode(), dc.encode())
             await _wait(stop, topology.heartbeats.interval_s)
     finally:
         if producer is not None:
@@ -69,13 +68,12 @@ async def watch_heartbeats(
         for r in readers:
             await r.start()
         while not stop.is_set():
-            try:
-                for r in readers:
-                    now = int(time.time() * 1000)
-                    for rec in await r.catch_up():
-                        view.add(rec.value, rec.headers, now)
-            except Exception as exc:  # noqa: BLE001 - retried next interval; ages keep rising
-                log.warning("heartbeat_read_failed", dc=dc, error=repr(exc))
+            # A failed read raises: the supervisor restarts this loop with backoff; meanwhile
+            # the age gauges keep their last values (and the failure is counted).
+            for r in readers:
+                now = int(time.time() * 1000)
+                for rec in await r.catch_up():
+                    view.add(rec.value, rec.headers, now)
             now = int(time.time() * 1000)
             for remote in view.remotes.values():
                 labels = {"local": dc, "remote": remote.remote}

@@ -1,5 +1,11 @@
 """Runs a DC's flows in one process: restarts a failed flow with backoff without touching the
-others, and shuts everything down gracefully on SIGTERM/SIGINT within a bounded time."""
+others, and shuts everything down gracefully on SIGTERM/SIGINT within a bounded time.
+
+The background loops (heartbeats, checkpoints, lag export: ``extra_tasks``) are supervised the
+same way: a loop that raises — or returns before stop — is logged with its traceback
+(``background_task_failed``), counted in ``aa_background_task_failures_total{task}``, restarted
+with the same exponential backoff, and shown under ``tasks`` in `/healthz`. Nothing dies
+silently."""
 
 from __future__ import annotations
 
@@ -61,17 +67,26 @@ class Supervisor:
         self.stopping = asyncio.Event()
         self.states = {s.name: FlowState(s.name) for s, _ in self._flows}
         self.extra_tasks: list[Callable[[asyncio.Event], Any]] = []
+        """Background loops, run and restarted like flows; give them a ``name`` attribute
+        (:class:`aa.background.BackgroundTask`) for their metrics and `/healthz` entry."""
+        self.task_states: dict[str, FlowState] = {}
 
     def stop(self) -> None:
         self.stopping.set()
 
     def health(self) -> tuple[bool, dict[str, Any]]:
-        flows = {
-            n: {"state": st.state, "restarts": st.restarts, "last_error": st.last_error}
-            for n, st in self.states.items()
-        }
+        """``ok`` says every flow runs; ``tasks`` shows the background loops, and ``degraded``
+        is true while one of them is backing off after a failure (it does not make ``ok``
+        false: copying goes on)."""
+
+        def show(st: FlowState) -> dict[str, Any]:
+            return {"state": st.state, "restarts": st.restarts, "last_error": st.last_error}
+
+        flows = {n: show(st) for n, st in self.states.items()}
+        tasks = {n: show(st) for n, st in self.task_states.items()}
         ok = all(st.state in ("running", "starting") for st in self.states.values())
-        return ok, {"flows": flows}
+        degraded = any(st.state == "backoff" for st in self.task_states.values())
+        return ok, {"flows": flows, "tasks": tasks, "degraded": degraded}
 
     async def run(self, *, install_signals: bool = True) -> None:
         loop = asyncio.get_running_loop()
@@ -80,7 +95,10 @@ class Supervisor:
                 loop.add_signal_handler(sig, self.stop)
         try:
             tasks = [asyncio.create_task(self._keep(s, r), name=s.name) for s, r in self._flows]
-            tasks += [asyncio.create_task(extra(self.stopping)) for extra in self.extra_tasks]
+            for i, extra in enumerate(self.extra_tasks):
+                name = str(getattr(extra, "name", None) or f"task-{i}")
+                self.task_states[name] = FlowState(name)
+                tasks.append(asyncio.create_task(self._keep_task(name, extra), name=name))
             await self.stopping.wait()
             log.info("shutdown_started", timeout_s=self._shutdown_timeout)
             _, late = await asyncio.wait(tasks, timeout=self._shutdown_timeout)
@@ -129,6 +147,35 @@ class Supervisor:
                 in_s=delay,
                 error=state.last_error,
                 restarts=state.restarts,
+            )
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.stopping.wait(), delay)
+        state.state = "stopped"
+
+    async def _keep_task(self, name: str, run: Callable[[asyncio.Event], Any]) -> None:
+        """Run one background loop until stopped; restart it with backoff when it fails."""
+        state = self.task_states[name]
+        attempt = 0
+        while not self.stopping.is_set():
+            state.state, state.since = "running", time.time()
+            try:
+                await run(self.stopping)
+            except (
+                Exception
+            ) as exc:  # any crash: log with cause, count, restart (logged, so BLE ok)
+                state.last_error = repr(exc)
+                log.error("background_task_failed", task=name, error=repr(exc), exc_info=exc)
+            else:
+                if self.stopping.is_set():
+                    break
+                state.last_error = "returned before stop"
+                log.error("background_task_failed", task=name, error="returned before stop")
+            self.metrics.background_failures.labels(task=name).inc()
+            attempt = attempt + 1 if time.time() - state.since < 60 else 1
+            delay = self._backoff.delay(attempt)
+            state.state, state.restarts = "backoff", state.restarts + 1
+            log.warning(
+                "background_task_restarting", task=name, in_s=delay, restarts=state.restarts
             )
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.stopping.wait(), delay)

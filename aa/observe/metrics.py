@@ -84,6 +84,13 @@ class Metrics:
         self.restarts = Counter(
             "aa_flow_restarts", "Flow restarts after a failure", flow, registry=r
         )
+        self.background_failures = Counter(
+            "aa_background_task_failures",
+            "Failures of a background loop (heartbeats, checkpoints, lag), each followed by a "
+            "restart with backoff",
+            ["task"],
+            registry=r,
+        )
         self.up = Gauge("aa_flow_up", "1 while the flow runs, 0 otherwise", flow, registry=r)
         self.heartbeat_age = Gauge(
             "aa_heartbeat_age_seconds",

@@ -1,0 +1,105 @@
+"""Nothing dies silently (issue 10 item 12): every background task of `aa run` is supervised —
+a failure is logged with its cause, counted, restarted with backoff and shown in /healthz —
+and aiokafka's own log lines come out in aa's chosen log format."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import orjson
+import pytest
+from structlog.testing import capture_logs
+
+from aa.background import BackgroundTask
+from aa.mirror.supervisor import Backoff, Supervisor
+from aa.observe.http import MetricsServer
+from aa.observe.metrics import Metrics
+from tests.helpers.http import http_get
+
+pytestmark = pytest.mark.unit
+
+
+async def _until(check: object, timeout: float = 30.0) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not check():  # type: ignore[operator]
+        assert asyncio.get_running_loop().time() < deadline, "condition not reached"
+        await asyncio.sleep(0.01)
+
+
+async def test_crashed_background_task_is_logged_counted_restarted_and_shown_in_healthz() -> None:
+    calls = 0
+    second_run = asyncio.Event()
+
+    async def flaky(stop: asyncio.Event) -> None:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            raise RuntimeError("checkpoint topic unreachable")
+        second_run.set()
+        await stop.wait()
+
+    metrics = Metrics()
+    sup = Supervisor([], metrics, backoff=Backoff(initial_s=0.01, max_s=0.01))
+    sup.extra_tasks.append(BackgroundTask("checkpoints:SF->NYC", flaky))
+    server = MetricsServer(metrics, sup.health, port=0)
+    await server.start()
+    with capture_logs() as logs:
+        runner = asyncio.create_task(sup.run(install_signals=False))
+        try:
+            await asyncio.wait_for(second_run.wait(), 30)
+            _, detail = sup.health()
+            task = detail["tasks"]["checkpoints:SF->NYC"]
+            assert task["state"] == "running"
+            assert task["restarts"] == 1
+            assert "checkpoint topic unreachable" in task["last_error"]
+            status, body = await http_get(server.port, "/healthz")
+            assert orjson.loads(body)["tasks"]["checkpoints:SF->NYC"]["restarts"] == 1
+            text = metrics.render().decode()
+            assert 'aa_background_task_failures_total{task="checkpoints:SF->NYC"} 1.0' in text
+        finally:
+            sup.stop()
+            await asyncio.wait_for(runner, 30)
+            await server.close()
+    failed = [e for e in logs if e["event"] == "background_task_failed"]
+    assert [e["task"] for e in failed] == ["checkpoints:SF->NYC"]
+    assert "checkpoint topic unreachable" in failed[0]["error"]
+    assert failed[0]["exc_info"] is not None  # the traceback, not only the message
+    assert sup.health()[1]["tasks"]["checkpoints:SF->NYC"]["state"] == "stopped"
+
+
+async def test_background_task_that_returns_early_is_restarted() -> None:
+    runs = 0
+
+    async def quits(stop: asyncio.Event) -> None:
+        nonlocal runs
+        runs += 1
+        if runs > 2:
+            await stop.wait()
+
+    metrics = Metrics()
+    sup = Supervisor([], metrics, backoff=Backoff(initial_s=0.01, max_s=0.01))
+    sup.extra_tasks.append(BackgroundTask("lag", quits))
+    with capture_logs() as logs:
+        runner = asyncio.create_task(sup.run(install_signals=False))
+        await _until(lambda: runs >= 3)
+        sup.stop()
+        await asyncio.wait_for(runner, 30)
+    assert sup.health()[1]["tasks"]["lag"]["restarts"] == 2
+    assert any(e["event"] == "background_task_failed" and "returned" in e["error"] for e in logs)
+
+
+def test_aiokafka_log_lines_use_the_chosen_format(capsys: pytest.CaptureFixture[str]) -> None:
+    from aa import logs
+
+    logs.configure(json=True)
+    try:
+        logging.getLogger("aiokafka.producer.sender").error("Unable to update metadata %s", "x")
+        err = capsys.readouterr().err.strip().splitlines()
+        assert err, "nothing logged"
+        line = orjson.loads(err[-1])  # JSON, not "ERROR:aiokafka..."
+        assert line["event"] == "Unable to update metadata x"
+        assert line["logger"] == "aiokafka.producer.sender"
+        assert line["level"] == "error"
+    finally:
+        logs.configure(json=False)
