@@ -4,14 +4,39 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from aa.cli.reach import known_dc, require_reachable
 from aa.config import Topology, client_kwargs, load_config
 from aa.failover.failback import FailbackReport, failback_report
 from aa.failover.plan import Move, PlanError, committable, parse_time, render
 from aa.failover.plans import group_checkpoints, plan_at_time, plan_from_checkpoints
-from aa.offsets.groups import commit_group_offsets
+from aa.offsets.groups import commit_group_offsets, group_offsets, group_state, list_groups
+
+# What each word in a plan's ``basis`` column means (docs/operations.md, "Reading a plan").
+BASIS_LEGEND: tuple[tuple[str, str], ...] = (
+    ("exact", "the first copied record at or after the group's position: no loss, no duplicate"),
+    (
+        "ahead",
+        "the group was past what the flow had copied; it starts at the end of the copies: "
+        "no loss, records copied later are read when they arrive",
+    ),
+    (
+        "min-of-origins",
+        "the partition holds records of several origin DCs; the smallest of their translated "
+        "positions: no loss, some duplicates of the other origins' records",
+    ),
+    ("time", "the first record at or after that time (CreateTime survives the copy)"),
+    (
+        "checkpoint",
+        "read from the checkpoints stored in the target DC (works with the old DC down)",
+    ),
+    ("before-syncs", "REFUSED: the offset is older than the oldest offset sync held"),
+    ("gap", "REFUSED: no offset sync covers the offset (the flow does not copy this partition)"),
+    ("not-mirrored", "REFUSED: no flow copies this topic into the target"),
+)
 
 
 def register(sub: Any) -> None:
@@ -24,10 +49,18 @@ def register(sub: Any) -> None:
     how.add_argument(
         "--translate", action="store_true", help="use the checkpoints stored in the target DC"
     )
-    how.add_argument("--at", metavar="TIME", help="offsets for a time: ISO 8601, epoch ms, -2m")
+    how.add_argument(
+        "--at", metavar="TIME", help="offsets for a time: ISO 8601, epoch ms, -2m, now-90s"
+    )
     p.add_argument("--topic", action="append", default=[], help="topics for --at (repeatable)")
     p.add_argument(
         "--execute", action="store_true", help="commit the plan (the group must be idle)"
+    )
+    p.add_argument(
+        "--create-group",
+        action="store_true",
+        help="with --execute: allow a group the target DC does not know yet (no offsets, no "
+        "checkpoints); without it a mistyped name is refused",
     )
     p.set_defaults(func=_failover)
 
@@ -42,37 +75,89 @@ def register(sub: Any) -> None:
     b.add_argument(
         "--force", action="store_true", help="execute even if the resync has not caught up"
     )
+    b.add_argument(
+        "--create-group",
+        action="store_true",
+        help="with --execute: allow a group the old DC does not know",
+    )
     b.set_defaults(func=_failback)
 
 
-async def _failover_plan(topology: Topology, args: argparse.Namespace) -> tuple[str, list[Move]]:
+async def _failover_plan(
+    topology: Topology, args: argparse.Namespace
+) -> tuple[str, list[Move], bool]:
+    """The plan's title, its moves, and whether checkpoints of the group exist in the target."""
     if args.translate:
         src, moves = await plan_from_checkpoints(topology, args.group, args.target, args.source)
-        return f"group {args.group}: {src} -> {args.target} (checkpoints)", moves
+        return f"group {args.group}: {src} -> {args.target} (checkpoints)", moves, True
     ts = parse_time(args.at)
     topics = list(args.topic)
-    if not topics:
-        try:
-            _, cps = await group_checkpoints(topology, args.group, args.target, args.source)
-            topics = sorted({cp.target_topic for cp in cps})
-        except PlanError:
-            topics = []
+    checkpointed = False
+    try:
+        _, cps = await group_checkpoints(topology, args.group, args.target, args.source)
+        checkpointed = True
+        topics = topics or sorted({cp.target_topic for cp in cps})
+    except PlanError:
+        pass
     moves = await plan_at_time(topology, args.group, args.target, ts, topics)
-    return f"group {args.group}: -> {args.target} at {args.at} ({ts} ms)", moves
+    return f"group {args.group}: -> {args.target} at {args.at} ({ts} ms)", moves, checkpointed
+
+
+def legend(moves: Sequence[Move]) -> str:
+    """One line per basis word used in ``moves``: what it means."""
+    words = " ".join(m.basis for m in moves).replace("(", " ").split()
+    used = [(w, text) for w, text in BASIS_LEGEND if w in words]
+    return "\n".join(f"  {w}: {text}" for w, text in used)
+
+
+def _print_plan(title: str, moves: Sequence[Move]) -> None:
+    print(render(title, moves))
+    if text := legend(moves):
+        print("basis:\n" + text)
 
 
 def _failover(args: argparse.Namespace) -> int:
     topology = load_config(args.config)
-    title, moves = asyncio.run(_failover_plan(topology, args))
-    print(render(title, moves))
-    return _maybe_execute(topology, args, moves)
+    known_dc(topology, args.target, "--to")
+    if args.source is not None:
+        known_dc(topology, args.source, "--from")
+    asyncio.run(
+        require_reachable(
+            topology,
+            [args.target],
+            hint=f"the plan is read from {args.target} alone (the old DC may be down)",
+        )
+    )
+    title, moves, checkpointed = asyncio.run(_failover_plan(topology, args))
+    _print_plan(title, moves)
+    return _maybe_execute(topology, args, moves, known=checkpointed)
 
 
-def _maybe_execute(topology: Topology, args: argparse.Namespace, moves: list[Move]) -> int:
+async def _check_group_known(topology: Topology, dc: str, group: str) -> None:
+    """Refuse to create a group by committing offsets for a name ``dc`` has never seen."""
+    client = client_kwargs(topology.datacenter(dc))
+    if await group_offsets(client, group):
+        return
+    if (await group_state(client, group)).state != "Dead":
+        return
+    groups = await list_groups(client)
+    shown = ", ".join(groups[:10]) + (" ..." if len(groups) > 10 else "")
+    raise PlanError(
+        f"--group {group}: {dc} has no such group (no committed offsets, no checkpoints); "
+        f"known groups there: {shown or 'none'}. Check the name, or pass --create-group to "
+        "create it with this plan; nothing committed"
+    )
+
+
+def _maybe_execute(
+    topology: Topology, args: argparse.Namespace, moves: list[Move], *, known: bool
+) -> int:
     if not args.execute:
         print("dry run: nothing committed (add --execute to commit this plan)")
         return 0 if all(m.offset is not None for m in moves) else 1
     offsets = committable(moves)
+    if not known and not args.create_group:
+        asyncio.run(_check_group_known(topology, args.target, args.group))
     client = client_kwargs(topology.datacenter(args.target))
     asyncio.run(commit_group_offsets(client, args.target, args.group, offsets))
     print(f"committed {len(offsets)} partition offsets for group {args.group} in {args.target}")
@@ -101,12 +186,20 @@ def _print_failback(r: FailbackReport, group: str) -> None:
     for p in r.resync:
         if p.records:
             print(f"   {p.topic}/{p.partition}: {p.records} records still to copy")
-    print(render(f"3. group {group}: {r.new} -> {r.old}", r.moves))
+    _print_plan(f"3. group {group}: {r.new} -> {r.old}", r.moves)
 
 
 def _failback(args: argparse.Namespace) -> int:
     topology = load_config(args.config)
+    known_dc(topology, args.target, "--to")
+    if args.source is not None:
+        known_dc(topology, args.source, "--from")
     new = _other(topology, args.target, args.source)
+    asyncio.run(
+        require_reachable(
+            topology, [args.target, new], hint="failback needs both DCs (it reads and compares)"
+        )
+    )
     report = asyncio.run(failback_report(topology, args.group, args.target, new))
     _print_failback(report, args.group)
     if args.execute and not report.resynced and not args.force:
@@ -114,4 +207,4 @@ def _failback(args: argparse.Namespace) -> int:
             f"the {new}->{args.target} flow has not copied everything yet: run it until "
             "its lag is zero (aa lag), or pass --force; nothing committed"
         )
-    return _maybe_execute(topology, args, report.moves)
+    return _maybe_execute(topology, args, report.moves, known=False)

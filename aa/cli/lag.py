@@ -10,7 +10,9 @@ from typing import Any
 
 import orjson
 
+from aa.cli.reach import require_reachable
 from aa.config import load_config
+from aa.errors import AaError
 from aa.lag import PartitionLag, flow_lag
 
 
@@ -35,7 +37,15 @@ def format_lag(rows: list[PartitionLag]) -> str:
 
 async def all_lag(config: Path, only: str | None) -> list[PartitionLag]:
     topology = load_config(config)
+    names = [f.name for f in topology.flows]
+    if only is not None and only not in names:
+        raise AaError(f"--flow {only}: no such flow; flows: {', '.join(names)}")
     flows = [topology.flow(only)] if only else list(topology.flows)
+    await require_reachable(
+        topology,
+        [dc for f in flows for dc in (f.source, f.target)],
+        hint="or pass --flow for a flow between reachable DCs",
+    )
     out: list[PartitionLag] = []
     for f in flows:
         out += await flow_lag(topology, f)

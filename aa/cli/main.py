@@ -13,6 +13,8 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+from aiokafka.errors import KafkaError
+
 from aa import __version__
 from aa.errors import AaError
 from aa.logs import configure
@@ -47,9 +49,34 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# Options whose values may start with "-" (a time before now: ``--at -2m``); argparse would
+# take such a value for an option, so it is glued to its option (``--at=-2m``) before parsing.
+DASH_VALUE_OPTIONS = frozenset({"--at", "--since", "--until"})
+
+
+def _dash_value(text: str) -> bool:
+    return text.startswith("-") and not text.startswith("--")
+
+
+def glue_dash_values(argv: Sequence[str]) -> list[str]:
+    """``["--at", "-2m"]`` -> ``["--at=-2m"]`` for the options in ``DASH_VALUE_OPTIONS``."""
+    out: list[str] = []
+    args = list(argv)
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a in DASH_VALUE_OPTIONS and i + 1 < len(args) and _dash_value(args[i + 1]):
+            out.append(f"{a}={args[i + 1]}")
+            i += 2
+            continue
+        out.append(a)
+        i += 1
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(glue_dash_values(sys.argv[1:] if argv is None else argv))
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
@@ -63,6 +90,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except (KafkaError, OSError, TimeoutError) as exc:
+        # A cluster failed mid-command (the commands probe the DCs they need first, so this is
+        # a DC going away meanwhile, or a local resource): one line, the traceback on DEBUG.
+        if (args.log_level or "").upper() == "DEBUG":
+            raise
+        print(
+            f"aa: error: {type(exc).__name__}: {exc}: check that the DCs in --config are "
+            "reachable and retry (--log-level DEBUG shows the traceback)",
+            file=sys.stderr,
+        )
+        return 2
     return code
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import orjson
 
+from aa.cli.reach import known_dc, require_reachable
 from aa.config import load_config
 from aa.failover.plan import render
 from aa.failover.plans import moves_from_translation
@@ -30,6 +31,15 @@ def register(sub: Any) -> None:
 
 def _translate(args: argparse.Namespace) -> int:
     topology = load_config(args.config)
+    known_dc(topology, args.source, "--from")
+    known_dc(topology, args.target, "--to")
+    asyncio.run(
+        require_reachable(
+            topology,
+            [args.source, args.target],
+            hint=f"or, with {args.source} down, use the checkpoints: aa failover --translate",
+        )
+    )
     plans = asyncio.run(translate_group(topology, args.group, args.source, args.target))
     if args.json:
         print(orjson.dumps([dataclasses.asdict(p) for p in plans]).decode())

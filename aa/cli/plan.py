@@ -8,15 +8,10 @@ import asyncio
 from typing import Any
 
 from aa.admin import ClusterAdmin
+from aa.cli.reach import CONNECT_TIMEOUT_S, ClusterUnreachableError
 from aa.config import Topology, client_kwargs, load_config
 from aa.errors import AaError
 from aa.policy.plan import TopicListing, build_plan, render
-
-CONNECT_TIMEOUT_S = 15.0
-
-
-class ClusterUnreachableError(AaError):
-    """A DC's cluster could not be reached to list its topics."""
 
 
 def register(subparsers: Any) -> None:

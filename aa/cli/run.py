@@ -9,6 +9,7 @@ from typing import Any
 
 from aa.background import background_tasks
 from aa.config import load_config
+from aa.errors import AaError
 from aa.logs import get_logger
 from aa.mirror.build import build_flows, select_flows
 from aa.mirror.supervisor import Supervisor
@@ -52,7 +53,14 @@ async def serve(
     supervisor.extra_tasks += background_tasks(topology, flows, metrics)
     port = topology.metrics.port if metrics_port is None else metrics_port
     server = MetricsServer(metrics, supervisor.health, topology.metrics.host, port)
-    await server.start()
+    try:
+        await server.start()
+    except OSError as exc:
+        where = "--metrics-port" if metrics_port is not None else "metrics.port in the config"
+        raise AaError(
+            f"metrics port {topology.metrics.host}:{port} cannot be used ({exc.strerror or exc}): "
+            f"another process holds it; choose another with {where} (0 picks a free one)"
+        ) from None
     log.info(
         "mirror_started",
         flows=[s.name for s, _ in flows],

@@ -8,17 +8,43 @@ under it rewinds or skips its consumers (MM2's KAFKA-19794).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
+from aiokafka.errors import (
+    CoordinatorLoadInProgressError,
+    GroupCoordinatorNotAvailableError,
+    NotCoordinatorError,
+)
 from aiokafka.structs import OffsetAndMetadata
 
 from aa.errors import AaError
 
 ACTIVE_STATES = frozenset({"Stable", "PreparingRebalance", "CompletingRebalance"})
+# A fresh cluster creates __consumer_offsets on the first group request and answers "no
+# coordinator" until it is loaded: these are retried (bounded), anything else raises.
+COORDINATOR_RETRY_S = 30.0
+_T = TypeVar("_T")
+
+
+async def _with_coordinator(call: Callable[[], Awaitable[_T]]) -> _T:
+    deadline = time.monotonic() + COORDINATOR_RETRY_S
+    while True:
+        try:
+            return await call()
+        except (
+            GroupCoordinatorNotAvailableError,
+            CoordinatorLoadInProgressError,
+            NotCoordinatorError,
+        ):
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.5)
 
 
 class GroupError(AaError):
@@ -50,7 +76,7 @@ async def group_offsets(client: Mapping[str, Any], group: str) -> dict[TopicPart
     admin = AIOKafkaAdminClient(**client)
     await admin.start()
     try:
-        raw = await admin.list_consumer_group_offsets(group)
+        raw = await _with_coordinator(lambda: admin.list_consumer_group_offsets(group))
     finally:
         await admin.close()
     return {tp: m.offset for tp, m in raw.items() if m.offset >= 0}
@@ -60,7 +86,7 @@ async def group_state(client: Mapping[str, Any], group: str) -> GroupState:
     admin = AIOKafkaAdminClient(**client)
     await admin.start()
     try:
-        [resp] = await admin.describe_consumer_groups([group])
+        [resp] = await _with_coordinator(lambda: admin.describe_consumer_groups([group]))
     finally:
         await admin.close()
     for g in resp.to_object()["groups"]:
