@@ -15,11 +15,17 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from types import TracebackType
 
-from aa.dev.artifacts import classpath, fetch, java_executable, kafka_artifacts
+from aa.dev.artifacts import (
+    classpath,
+    fetch,
+    java_executable,
+    kafka_artifacts,
+    kafka_version,
+    log_config_flags,
+)
 
 # The JVM options of Kafka's own start scripts (kafka-run-class.sh), so MM2 and the perf
 # tools run as users run them. MM2's script (connect-mirror-maker.sh) sets -Xms256M -Xmx2G.
@@ -64,14 +70,13 @@ class Running:
 def java_cmd(
     main: str, args: list[str], *, heap: tuple[str, ...], log_dir: Path
 ) -> tuple[str, ...]:
-    log4j = resources.files("aa.dev").joinpath("resources", "log4j.properties")
-    cp = classpath(fetch(kafka_artifacts()))
+    version = kafka_version()
+    cp = classpath(fetch(kafka_artifacts(version)))
     return (
         java_executable(),
         *heap,
         *JVM_PERF_OPTS,
-        f"-Dlog4j.configuration=file:{log4j}",
-        f"-Dkafka.logs.dir={log_dir}",
+        *log_config_flags(version, log_dir),
         "-cp",
         cp,
         main,

@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from aa.dev.artifacts import KAFKA_VERSION, java_executable
+from aa.dev.artifacts import java_executable, kafka_version
 
 
 def machine() -> dict[str, Any]:
@@ -38,7 +38,7 @@ def machine() -> dict[str, Any]:
         "os": platform.platform(),
         "python": sys.version.split()[0],
         "java": java_version,
-        "kafka": KAFKA_VERSION,
+        "kafka": kafka_version(),
         "aiokafka": metadata.version("aiokafka"),
         "aa_commit": commit,
         "load_avg_start": list(os.getloadavg()),

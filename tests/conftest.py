@@ -7,6 +7,10 @@
 * ``testcontainers`` — one Kafka container per DC, where a Docker engine runs;
 * ``external`` — running clusters named by ``AA_TEST_BOOTSTRAP="SF=host:9092,NYC=...,LON=..."``
   (for example the ones `aa dev up` started: fast iteration while developing).
+
+Local brokers run the Kafka release ``AA_KAFKA_VERSION`` names (default: aa's, 4.x). Tests of the
+mesh, exactly-once and failover are also marked ``kafka39``: `make test` runs them a second time
+with ``AA_KAFKA_VERSION=3.9.2 -m kafka39`` so the 3.9 line stays proven.
 """
 
 from __future__ import annotations
@@ -27,6 +31,27 @@ from aa.dev import cluster as devcluster
 pytest_plugins = ["tests.spark_session"]
 
 DCS = ("SF", "NYC", "LON")
+
+KAFKA39_MODULES = frozenset(
+    {
+        # the mesh, exactly-once and failover: what must keep working on 3.9 brokers too
+        "tests/integration/aa/test_active_active.py",
+        "tests/integration/aa/test_eos.py",
+        "tests/integration/aa/test_failover_drill.py",
+    }
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark the 3.9 subset here, by module, so the list lives in one place."""
+    root = Path(str(config.rootpath))
+    for item in items:
+        try:
+            rel = Path(str(item.path)).relative_to(root).as_posix()
+        except ValueError:
+            continue
+        if rel in KAFKA39_MODULES:
+            item.add_marker(pytest.mark.kafka39)
 
 
 @dataclass(frozen=True, slots=True)

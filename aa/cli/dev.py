@@ -30,6 +30,7 @@ def register(sub: Any) -> None:
     p.add_argument("--port-step", type=int, default=cluster.DEFAULT_PORT_STEP)
     p.add_argument("--heap", default=cluster.DEFAULT_HEAP, help="JVM heap per broker")
     p.add_argument("--timeout", type=float, default=90.0, help="seconds to wait for health")
+    _kafka_version_option(p)
     p.set_defaults(func=_up)
 
     p = dsub.add_parser("down", help="stop the brokers `aa dev up` started")
@@ -47,7 +48,18 @@ def register(sub: Any) -> None:
         action="store_true",
         help="also fetch Spark's Kafka source for the installed PySpark",
     )
+    _kafka_version_option(p)
     p.set_defaults(func=_fetch)
+
+
+def _kafka_version_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--kafka-version",
+        default=None,
+        metavar="X.Y.Z",
+        help=f"Kafka release (default: ${artifacts.KAFKA_VERSION_ENV} or "
+        f"{artifacts.KAFKA_VERSION}; {artifacts.COMPAT_KAFKA_VERSION} is supported too)",
+    )
 
 
 def _root(args: argparse.Namespace) -> Path:
@@ -61,14 +73,21 @@ def _names(raw: str) -> list[str]:
 def _up(args: argparse.Namespace) -> int:
     root = _root(args)
     planned = cluster.plan(
-        _names(args.dcs), root, base_port=args.base_port, port_step=args.port_step
+        _names(args.dcs),
+        root,
+        base_port=args.base_port,
+        port_step=args.port_step,
+        version=args.kafka_version,
     )
     began = time.monotonic()
     results = cluster.up(planned, heap=args.heap, timeout=args.timeout)
     took = time.monotonic() - began
     for c, started in results:
         state = "started" if started else "already running"
-        print(f"{c.name:<8} {c.bootstrap:<22} {state:<16} logs: {c.log_dir}")
+        print(
+            f"{c.name:<8} {c.bootstrap:<22} kafka {c.kafka_version:<8} {state:<16} "
+            f"logs: {c.log_dir}"
+        )
     print(f"{len(results)} cluster(s) healthy in {took:.1f}s")
     return 0
 
@@ -89,13 +108,17 @@ def _status(args: argparse.Namespace) -> int:
         return 1
     for s in rows:
         pid = str(s.pid) if s.pid else "-"
-        print(f"{s.cluster.name:<8} {s.cluster.bootstrap:<22} pid {pid:<8} {s.detail}")
+        print(
+            f"{s.cluster.name:<8} {s.cluster.bootstrap:<22} kafka {s.cluster.kafka_version:<8} "
+            f"pid {pid:<8} {s.detail}"
+        )
     return 0 if all(s.healthy for s in rows) else 1
 
 
 def _fetch(args: argparse.Namespace) -> int:
-    jars = artifacts.fetch(artifacts.kafka_artifacts(), refresh=args.refresh)
-    print(f"kafka {artifacts.KAFKA_VERSION}: {len(jars)} jars in {jars[0].parent}")
+    version = artifacts.kafka_version(args.kafka_version)
+    jars = artifacts.fetch(artifacts.kafka_artifacts(version), refresh=args.refresh)
+    print(f"kafka {version}: {len(jars)} jars in {jars[0].parent}")
     if args.spark:
         from aa.dev.spark import spark_kafka_jars
 

@@ -22,11 +22,19 @@ import orjson
 
 from aa.errors import DevClusterError
 
-KAFKA_VERSION = "3.9.2"
-"""Kafka 3.9.x: the newest line that still accepts the old protocol versions aiokafka 0.14
-speaks (Kafka 4.0 removed many of them, KIP-896) and runs KRaft without ZooKeeper."""
+KAFKA_VERSION = "4.3.1"
+"""The default Kafka: the newest release whose broker, ``connect-mirror`` (MirrorMaker 2) and
+``kafka-tools`` artifacts all resolve (4.4.0's MirrorMaker 2 jars were not published when this
+was chosen). aiokafka 0.14 picks each request's version from the broker's ApiVersions answer, so
+4.x brokers, which dropped the oldest protocol versions (KIP-896), serve aa fine."""
+COMPAT_KAFKA_VERSION = "3.9.2"
+"""The 3.9 line stays supported: CI runs the mesh, exactly-once and failover tests on it too."""
+KAFKA_VERSION_ENV = "AA_KAFKA_VERSION"
+LOG4J2_VERSION = "2.25.4"
+"""Kafka 4.x ships log4j-core but no SLF4J binding; this version matches what 4.3 depends on."""
 SCALA_BINARY = "2.13"
 MANIFEST = "manifest.json"
+_VERSION_RE = re.compile(r"\d+\.\d+\.\d+")
 
 
 def cache_root() -> Path:
@@ -60,8 +68,63 @@ class ArtifactSet:
         return text
 
 
-def kafka_artifacts(version: str = KAFKA_VERSION) -> ArtifactSet:
-    return ArtifactSet(f"kafka-{version}", "kafka-pom.xml", (("KAFKA_VERSION", version),))
+def kafka_version(explicit: str | None = None) -> str:
+    """``explicit``, else ``$AA_KAFKA_VERSION``, else the default; checked to be ``X.Y.Z``."""
+    source = "--kafka-version"
+    version = explicit
+    if not version:
+        source = KAFKA_VERSION_ENV
+        version = os.environ.get(KAFKA_VERSION_ENV) or KAFKA_VERSION
+    if not _VERSION_RE.fullmatch(version):
+        raise DevClusterError(
+            f"{source}={version!r} is not a Kafka release number: use e.g. {KAFKA_VERSION} or "
+            f"{COMPAT_KAFKA_VERSION}"
+        )
+    if int(version.split(".")[0]) < 3:
+        raise DevClusterError(
+            f"{source}={version!r}: aa's local clusters run KRaft, which needs Kafka 3.x or "
+            f"newer: use {KAFKA_VERSION} (default) or {COMPAT_KAFKA_VERSION}"
+        )
+    return version
+
+
+def uses_log4j2(version: str) -> bool:
+    """Kafka 4.0 moved from log4j 1 (reload4j) to log4j2 (KIP-653)."""
+    return int(version.split(".")[0]) >= 4
+
+
+def _logging_dependencies(version: str) -> str:
+    if not uses_log4j2(version):
+        return ""  # 3.x brings reload4j and its SLF4J binding itself
+    return "".join(
+        "<dependency><groupId>org.apache.logging.log4j</groupId>"
+        f"<artifactId>{name}</artifactId><version>{LOG4J2_VERSION}</version></dependency>"
+        for name in ("log4j-core", "log4j-slf4j-impl")
+    )
+
+
+def kafka_artifacts(version: str | None = None) -> ArtifactSet:
+    """Broker, MirrorMaker 2 and perf tools of ``version`` (default: :func:`kafka_version`)."""
+    version = kafka_version(version)
+    return ArtifactSet(
+        f"kafka-{version}",
+        "kafka-pom.xml",
+        (("KAFKA_VERSION", version), ("LOGGING_DEPENDENCIES", _logging_dependencies(version))),
+    )
+
+
+def log_config_flags(version: str, log_dir: Path) -> list[str]:
+    """JVM flags that send a Kafka process's log to ``log_dir/server.log``.
+
+    4.x reads a log4j2 config (``-Dlog4j.configuration`` does nothing there); 3.x a log4j 1
+    one. Both files ship in ``aa/dev/resources``.
+    """
+    files = resources.files("aa.dev").joinpath("resources")
+    if uses_log4j2(version):
+        flag = f"-Dlog4j2.configurationFile={files.joinpath('log4j2.properties')}"
+    else:
+        flag = f"-Dlog4j.configuration=file:{files.joinpath('log4j.properties')}"
+    return [flag, f"-Dkafka.logs.dir={log_dir}"]
 
 
 def spark_kafka_artifacts(spark_version: str, scala: str = SCALA_BINARY) -> ArtifactSet:
@@ -103,7 +166,7 @@ def java_executable() -> str:
         major = int(match.group(2))
     if major < 17:
         raise DevClusterError(
-            f"{java} is Java {major}; Kafka {KAFKA_VERSION} needs Java 17+: install it and put it "
+            f"{java} is Java {major}; Kafka needs Java 17+: install it and put it "
             "first on PATH or set JAVA_HOME"
         )
     return java

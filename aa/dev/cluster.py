@@ -6,7 +6,8 @@ Layout under the state folder (``$AA_DEV_HOME``, else ``$XDG_STATE_HOME/aa/dev``
     clusters.json            the DCs and their ports, so later commands find them
     <DC>/server.properties   broker + controller config
     <DC>/data/               KRaft metadata and log segments
-    <DC>/logs/server.log     the broker's log (log4j), and stdout.log for the JVM's own output
+    <DC>/logs/server.log     the broker's log (log4j2 on 4.x, log4j 1 on 3.x), and stdout.log for
+                             the JVM's own output
     <DC>/broker.pid          the pid of the JVM aa started; `down` stops only that process
 """
 
@@ -24,13 +25,19 @@ import subprocess
 import time
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
-from importlib import resources
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import orjson
 
-from aa.dev.artifacts import classpath, fetch, java_executable, kafka_artifacts
+from aa.dev.artifacts import (
+    classpath,
+    fetch,
+    java_executable,
+    kafka_artifacts,
+    kafka_version,
+    log_config_flags,
+)
 from aa.errors import DevClusterError
 from aa.logs import get_logger
 from aa.provenance import check_dc_name
@@ -40,6 +47,8 @@ DEFAULT_BASE_PORT = 19092
 DEFAULT_PORT_STEP = 10000
 DEFAULT_HEAP = "512m"
 STATE_FILE = "clusters.json"
+LEGACY_KAFKA_VERSION = "3.9.2"
+"""What a ``clusters.json`` without versions was started with (aa's default before 4.x)."""
 
 log = get_logger("aa.dev")
 
@@ -59,6 +68,12 @@ class DevCluster:
     port: int
     controller_port: int
     home: Path
+    kafka_version: str = field(default_factory=kafka_version)
+    extra_properties: tuple[tuple[str, str], ...] = ()
+    """Broker settings added to (or replacing) aa's, e.g. TLS and SASL listeners; not recorded
+    in ``clusters.json``: a caller that needs them passes them again on every start."""
+    format_args: tuple[str, ...] = ()
+    """Extra ``StorageTool format`` arguments, e.g. ``--add-scram`` to create SCRAM users."""
 
     @property
     def bootstrap(self) -> str:
@@ -95,9 +110,16 @@ def plan(
     *,
     base_port: int = DEFAULT_BASE_PORT,
     port_step: int = DEFAULT_PORT_STEP,
+    version: str | None = None,
 ) -> list[DevCluster]:
-    """Clusters for ``names``; DCs already recorded under ``root`` keep their ports."""
+    """Clusters for ``names``; DCs already recorded under ``root`` keep their ports and Kafka.
+
+    ``version`` (``--kafka-version``) picks the Kafka of new DCs (default: ``$AA_KAFKA_VERSION``
+    or aa's default); asking for another version than a recorded DC's is an error, because its
+    storage was formatted by that version.
+    """
     known = {c.name: c for c in load(root)}
+    wanted = kafka_version(version)
     out = []
     for i, raw in enumerate(names):
         try:
@@ -105,7 +127,13 @@ def plan(
         except ValueError as exc:
             raise DevClusterError(f"--dcs: {exc}") from None
         if name in known:
-            out.append(known[name])
+            have = known[name]
+            if version and have.kafka_version != wanted:
+                raise DevClusterError(
+                    f"DC {name} under {root} runs Kafka {have.kafka_version}, not {wanted}: "
+                    f"use --kafka-version {have.kafka_version}, or `aa dev down --wipe` first"
+                )
+            out.append(have)
             continue
         port = base_port + i * port_step
         if not 1024 <= port <= 65534:
@@ -113,7 +141,7 @@ def plan(
                 f"DC {name} would get port {port}, outside 1024-65534: lower --base-port or "
                 "--port-step"
             )
-        out.append(DevCluster(name, port, port + 1, root / name))
+        out.append(DevCluster(name, port, port + 1, root / name, wanted))
     if len({c.name for c in out}) != len(out):
         raise DevClusterError(f"--dcs names a DC twice: {','.join(names)}")
     return out
@@ -126,7 +154,16 @@ def load(root: Path) -> list[DevCluster]:
         return []
     except orjson.JSONDecodeError:
         raise DevClusterError(f"{root / STATE_FILE} is corrupt: run `aa dev down --wipe`") from None
-    return [DevCluster(d["name"], d["port"], d["controller_port"], root / d["name"]) for d in raw]
+    return [
+        DevCluster(
+            d["name"],
+            d["port"],
+            d["controller_port"],
+            root / d["name"],
+            d.get("kafka_version", LEGACY_KAFKA_VERSION),
+        )
+        for d in raw
+    ]
 
 
 def _save(root: Path, clusters: Iterable[DevCluster]) -> None:
@@ -134,38 +171,50 @@ def _save(root: Path, clusters: Iterable[DevCluster]) -> None:
     merged.update({c.name: c for c in clusters})
     root.mkdir(parents=True, exist_ok=True)
     rows = [
-        {"name": c.name, "port": c.port, "controller_port": c.controller_port}
+        {
+            "name": c.name,
+            "port": c.port,
+            "controller_port": c.controller_port,
+            "kafka_version": c.kafka_version,
+        }
         for c in merged.values()
     ]
     (root / STATE_FILE).write_bytes(orjson.dumps(rows, option=orjson.OPT_INDENT_2))
 
 
 def _properties(c: DevCluster) -> str:
-    return "\n".join(
-        [
-            "# written by `aa dev up`",
-            "process.roles=broker,controller",
-            "node.id=1",
-            f"controller.quorum.voters=1@127.0.0.1:{c.controller_port}",
-            f"listeners=PLAINTEXT://127.0.0.1:{c.port},CONTROLLER://127.0.0.1:{c.controller_port}",
-            f"advertised.listeners=PLAINTEXT://127.0.0.1:{c.port}",
-            "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-            "controller.listener.names=CONTROLLER",
-            "inter.broker.listener.name=PLAINTEXT",
-            f"log.dirs={c.data_dir}",
-            "num.partitions=1",
-            "auto.create.topics.enable=false",
-            "offsets.topic.replication.factor=1",
-            "offsets.topic.num.partitions=5",
-            "transaction.state.log.replication.factor=1",
-            "transaction.state.log.min.isr=1",
-            "transaction.state.log.num.partitions=5",
-            "group.initial.rebalance.delay.ms=0",
-            "log.retention.hours=168",
-            "delete.topic.enable=true",
-            "",
-        ]
-    )
+    lines = _base_properties(c)
+    if c.extra_properties:
+        extra = dict(c.extra_properties)
+        lines = [ln for ln in lines if ln.partition("=")[0] not in extra]
+        lines[-1:-1] = [f"{k}={v}" for k, v in c.extra_properties]
+    return "\n".join(lines)
+
+
+def _base_properties(c: DevCluster) -> list[str]:
+    return [
+        "# written by `aa dev up`",
+        "process.roles=broker,controller",
+        "node.id=1",
+        f"controller.quorum.voters=1@127.0.0.1:{c.controller_port}",
+        f"listeners=PLAINTEXT://127.0.0.1:{c.port},CONTROLLER://127.0.0.1:{c.controller_port}",
+        f"advertised.listeners=PLAINTEXT://127.0.0.1:{c.port}",
+        "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "controller.listener.names=CONTROLLER",
+        "inter.broker.listener.name=PLAINTEXT",
+        f"log.dirs={c.data_dir}",
+        "num.partitions=1",
+        "auto.create.topics.enable=false",
+        "offsets.topic.replication.factor=1",
+        "offsets.topic.num.partitions=5",
+        "transaction.state.log.replication.factor=1",
+        "transaction.state.log.min.isr=1",
+        "transaction.state.log.num.partitions=5",
+        "group.initial.rebalance.delay.ms=0",
+        "log.retention.hours=168",
+        "delete.topic.enable=true",
+        "",
+    ]
 
 
 def pid_of(c: DevCluster) -> int | None:
@@ -208,9 +257,10 @@ def _cluster_id() -> str:
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
 
 
-def _format(java: str, cp: str, todo: list[DevCluster]) -> None:
+def _format(java: str, todo: list[DevCluster]) -> None:
     procs = []
     for c in todo:
+        cp = classpath(fetch(kafka_artifacts(c.kafka_version)))
         cmd = [
             java,
             "-Xmx256m",
@@ -221,6 +271,7 @@ def _format(java: str, cp: str, todo: list[DevCluster]) -> None:
             f"--cluster-id={_cluster_id()}",
             f"--config={c.properties}",
             "--ignore-formatted",
+            *c.format_args,
         ]
         out = (c.log_dir / "format.log").open("w")
         procs.append((c, subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT), out))
@@ -232,8 +283,8 @@ def _format(java: str, cp: str, todo: list[DevCluster]) -> None:
             raise DevClusterError(f"formatting the storage of {c.name} failed:\n{text}")
 
 
-def _launch(java: str, cp: str, c: DevCluster, heap: str) -> subprocess.Popen[bytes]:
-    log4j = resources.files("aa.dev").joinpath("resources", "log4j.properties")
+def _launch(java: str, c: DevCluster, heap: str) -> subprocess.Popen[bytes]:
+    cp = classpath(fetch(kafka_artifacts(c.kafka_version)))
     cmd = [
         java,
         f"-Xmx{heap}",
@@ -242,8 +293,7 @@ def _launch(java: str, cp: str, c: DevCluster, heap: str) -> subprocess.Popen[by
         "-XX:MaxGCPauseMillis=20",
         "-XX:+ExitOnOutOfMemoryError",
         "-Djava.awt.headless=true",
-        f"-Dlog4j.configuration=file:{log4j}",
-        f"-Dkafka.logs.dir={c.log_dir}",
+        *log_config_flags(c.kafka_version, c.log_dir),
         "-cp",
         cp,
         "kafka.Kafka",
@@ -334,7 +384,8 @@ def up(
     Idempotent: a DC whose broker already runs is left alone. Returns ``(cluster, started)``.
     """
     java = java_executable()
-    cp = classpath(fetch(kafka_artifacts()))
+    for version in sorted({c.kafka_version for c in clusters}):
+        fetch(kafka_artifacts(version))
     to_start = [c for c in clusters if pid_of(c) is None]
     for c in to_start:
         for port, role in ((c.port, "broker"), (c.controller_port, "controller")):
@@ -349,12 +400,17 @@ def up(
         c.properties.write_text(_properties(c))
     if clusters:
         _save(clusters[0].home.parent, clusters)
-    _format(java, cp, [c for c in to_start if not (c.data_dir / "meta.properties").exists()])
+    _format(java, [c for c in to_start if not (c.data_dir / "meta.properties").exists()])
     procs = {}
     for c in to_start:
-        procs[c.name] = proc = _launch(java, cp, c, heap)
+        procs[c.name] = proc = _launch(java, c, heap)
         log.info(
-            "broker_started", dc=c.name, pid=proc.pid, bootstrap=c.bootstrap, logs=str(c.log_dir)
+            "broker_started",
+            dc=c.name,
+            pid=proc.pid,
+            bootstrap=c.bootstrap,
+            kafka=c.kafka_version,
+            logs=str(c.log_dir),
         )
     with _quiet_aiokafka():
         asyncio.run(_wait_healthy(clusters, procs, timeout))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -89,11 +89,14 @@ async def consume_all(
     timeout: float = 30.0,
     isolation_level: str = "read_uncommitted",
     settle: float = 0.0,
+    distinct: Callable[[Any], Hashable] | None = None,
 ) -> list[Any]:
     """Read ``topic`` from the beginning until ``count`` records arrived; return them.
 
     With ``settle`` > 0, keep reading that many more seconds after reaching ``count`` so that
-    unexpected extra records (duplicates) are seen too. Raises ``AssertionError`` on timeout.
+    unexpected extra records (duplicates) are seen too. With ``distinct``, ``count`` counts
+    distinct ``distinct(record)`` values, so duplicates (at-least-once re-copies) do not end the
+    wait before every record arrived. Raises ``AssertionError`` on timeout.
     """
     consumer = AIOKafkaConsumer(
         bootstrap_servers=bootstrap,
@@ -114,20 +117,25 @@ async def consume_all(
         consumer.assign([TopicPartition(topic, p) for p in sorted(parts)])
         await consumer.seek_to_beginning()
         out: list[Any] = []
+        seen: set[Hashable] = set()
         settle_until: float | None = None
         while True:
             batch = await consumer.getmany(timeout_ms=200)
             for records in batch.values():
                 out.extend(records)
+                if distinct is not None:
+                    seen.update(distinct(r) for r in records)
             now = time.monotonic()
-            if len(out) >= count and settle_until is None:
+            got = len(seen) if distinct is not None else len(out)
+            if got >= count and settle_until is None:
                 settle_until = now + settle
             if settle_until is not None and now >= settle_until:
                 return out
             if now > deadline:
                 ends = await consumer.end_offsets(consumer.assignment())
                 raise AssertionError(
-                    f"{topic}@{bootstrap}: got {len(out)} of {count} records in {timeout}s; "
+                    f"{topic}@{bootstrap}: got {got} of {count} "
+                    f"{'distinct ' if distinct else ''}records in {timeout}s; "
                     f"end offsets {sorted((tp.partition, o) for tp, o in ends.items())}"
                 )
     finally:

@@ -121,7 +121,15 @@ async def _mesh(
             topics_here = read_topics(dc)
             expect = per_dc * len(DCS) // len(topics_here)
             for t in topics_here:
-                final += await consume_all(clusters[dc], t, count=expect, timeout=120, settle=2.0)
+                # count distinct events: a restart's re-copies must not end the wait early
+                final += await consume_all(
+                    clusters[dc],
+                    t,
+                    count=expect,
+                    timeout=120,
+                    settle=2.0,
+                    distinct=lambda r, dc=dc: _identity(dc, r)[1],
+                )
             restarts = sum(p.output().count('"flow_restarting"') for p in procs)
             _check_dc(dc, final, per_dc, restarts)
     for p in procs:

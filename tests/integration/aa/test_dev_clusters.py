@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from aa.dev import cluster
+from aa.dev import artifacts, cluster
 from aa.errors import DevClusterError
 from tests.conftest import DcCluster
 from tests.helpers.kafka import Rec, consume_all, create_topic, produce
@@ -61,11 +61,16 @@ def _aa(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 def test_dev_up_status_down_cli(tmp_path: Path) -> None:
     port = _free_port()
-    up = _aa(tmp_path, "up", "--dcs", "EDGE", "--base-port", str(port))
+    version = artifacts.kafka_version()
+    up = _aa(tmp_path, "up", "--dcs", "EDGE", "--base-port", str(port), "--kafka-version", version)
     assert up.returncode == 0, up.stderr
     assert f"EDGE     127.0.0.1:{port}" in up.stdout
+    assert f"kafka {version}" in up.stdout
     assert "started" in up.stdout
     [c] = cluster.load(tmp_path)
+    assert c.kafka_version == version
+    # The shipped log config (log4j2 on 4.x, log4j 1 on 3.x) writes the broker's own log.
+    assert "Kafka Server started" in (c.log_dir / "server.log").read_text()
     first_pid = cluster.pid_of(c)
     try:
         again = _aa(tmp_path, "up", "--dcs", "EDGE", "--base-port", str(port))

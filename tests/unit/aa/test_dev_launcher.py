@@ -123,3 +123,64 @@ def test_garbled_manifest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     (arts.home / artifacts.MANIFEST).write_text("{nope")
     with pytest.raises(DevClusterError, match=r"manifest .* is corrupt"):
         artifacts.fetch(arts)
+
+
+def test_kafka_version_defaults_to_4x(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(artifacts.KAFKA_VERSION_ENV, raising=False)
+    assert artifacts.kafka_version() == artifacts.KAFKA_VERSION
+    assert artifacts.KAFKA_VERSION.startswith("4.")
+
+
+def test_kafka_version_from_env_and_explicit(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(artifacts.KAFKA_VERSION_ENV, "3.9.2")
+    assert artifacts.kafka_version() == "3.9.2"
+    assert artifacts.kafka_version("4.3.1") == "4.3.1"  # the flag wins over the environment
+    assert artifacts.kafka_artifacts().name == "kafka-3.9.2"
+
+
+@pytest.mark.parametrize(("raw", "why"), [("4.x", "not a Kafka release"), ("2.8.2", "KRaft")])
+def test_bad_kafka_version_names_the_setting(
+    monkeypatch: pytest.MonkeyPatch, raw: str, why: str
+) -> None:
+    monkeypatch.setenv(artifacts.KAFKA_VERSION_ENV, raw)
+    with pytest.raises(DevClusterError, match=rf"AA_KAFKA_VERSION='{raw}'.*{why}"):
+        artifacts.kafka_version()
+    with pytest.raises(DevClusterError, match=rf"--kafka-version='{raw}'"):
+        artifacts.kafka_version(raw)
+
+
+def test_kafka4_gets_a_log4j2_binding_and_config(tmp_path: Path) -> None:
+    pom4 = artifacts.kafka_artifacts("4.3.1").pom_text()
+    assert "<artifactId>log4j-slf4j-impl</artifactId>" in pom4
+    assert "@" not in pom4.split("-->", 1)[1]  # every placeholder substituted
+    flags = artifacts.log_config_flags("4.3.1", tmp_path)
+    assert flags[0].startswith("-Dlog4j2.configurationFile=")
+    assert Path(flags[0].split("=", 1)[1]).is_file()
+    assert flags[1] == f"-Dkafka.logs.dir={tmp_path}"
+
+
+def test_kafka3_keeps_its_own_log4j(tmp_path: Path) -> None:
+    pom3 = artifacts.kafka_artifacts("3.9.2").pom_text()
+    assert "log4j-slf4j-impl" not in pom3
+    flag = artifacts.log_config_flags("3.9.2", tmp_path)[0]
+    assert flag.startswith("-Dlog4j.configuration=file:")
+    assert Path(flag.split(":", 1)[1]).is_file()
+
+
+def test_recorded_dc_keeps_its_kafka_version(tmp_path: Path) -> None:
+    [sf] = cluster.plan(["SF"], tmp_path, version="3.9.2")
+    cluster._save(tmp_path, [sf])
+    assert [c.kafka_version for c in cluster.plan(["SF", "NYC"], tmp_path)] == [
+        "3.9.2",
+        artifacts.kafka_version(),
+    ]
+    with pytest.raises(DevClusterError, match=r"SF .* runs Kafka 3.9.2, not 4.3.1.*--wipe"):
+        cluster.plan(["SF"], tmp_path, version="4.3.1")
+
+
+def test_state_without_versions_was_kafka_3_9(tmp_path: Path) -> None:
+    (tmp_path / cluster.STATE_FILE).write_bytes(
+        orjson.dumps([{"name": "SF", "port": 19092, "controller_port": 19093}])
+    )
+    [sf] = cluster.load(tmp_path)
+    assert sf.kafka_version == "3.9.2"
