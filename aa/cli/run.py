@@ -7,7 +7,8 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from aa.background import background_tasks
+from aa.background import BackgroundTask, background_tasks
+from aa.cli.catchup import CatchUp, catch_up_task
 from aa.config import load_config
 from aa.errors import AaError
 from aa.logs import get_logger
@@ -51,8 +52,15 @@ async def serve(
     metrics = Metrics()
     supervisor = Supervisor(flows, metrics, shutdown_timeout_s=shutdown_timeout)
     supervisor.extra_tasks += background_tasks(topology, flows, metrics)
+    tracker = CatchUp()
+    supervisor.extra_tasks.append(BackgroundTask("catch-up", catch_up_task(metrics, tracker)))
+
+    def health() -> tuple[bool, dict[str, Any]]:
+        ok, detail = supervisor.health()
+        return ok, {**detail, "catch_up": tracker.flows}
+
     port = topology.metrics.port if metrics_port is None else metrics_port
-    server = MetricsServer(metrics, supervisor.health, topology.metrics.host, port)
+    server = MetricsServer(metrics, health, topology.metrics.host, port)
     try:
         await server.start()
     except OSError as exc:

@@ -32,9 +32,10 @@ def _dcs() -> tuple[str, str]:
 
 async def _age(config: Path, local: str, remote: str) -> float | None:
     r = await aa_cli("status", "--config", str(config), "--json")
-    for row in orjson.loads(r.out):
-        if row["local"] == local and row["remote"] == remote and "age_s" in row:
-            return float(row["age_s"])
+    for dc in orjson.loads(r.out)["dcs"]:
+        for row in dc["flows"] if dc["dc"] == local else []:
+            if row["source"] == remote and row["heartbeat_age_s"] is not None:
+                return float(row["heartbeat_age_s"])
     return None
 
 
@@ -73,6 +74,17 @@ async def test_heartbeat_age_rises_while_stopped_and_falls_on_resume(
             return float(hit.group(1)) if hit else None
 
         await eventually(metric, timeout=30, message="heartbeat age metric")
+        # aa status joins the process's /healthz and /metrics to what Kafka says
+        url = f"{b}=http://127.0.0.1:{m.group(1)}"
+        shown = await aa_cli("status", "--config", str(config), "--metrics", url, "--json")
+        [into] = [d for d in orjson.loads(shown.out)["dcs"] if d["dc"] == b]
+        [row] = into["flows"]
+        assert (row["flow"], row["state"], row["restarts"]) == (f"{a}->{b}", "running", 0), into
+        assert into["process"] == url.split("=", 1)[1], into
+        table = await aa_cli("status", "--config", str(config), "--metrics", url)
+        assert f"{a}->{b}" in table.out, table
+        assert "running" in table.out, table
+        assert "Traceback" not in table.err, table
         into_b.stop()
 
         async def stale() -> bool:

@@ -1,0 +1,78 @@
+"""Catch-up progress of `aa run`: per flow, the records still to copy, the copy rate and the
+time left, logged while a flow is behind (``catching_up``, then ``caught_up`` once) and shown in
+`/healthz` under ``catch_up`` (which `aa status` displays).
+
+It reads the process's own metrics (records copied, committed lag exported by the lag loop), so
+it adds no Kafka request."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from aa.cli.status_model import flow_metrics
+from aa.logs import get_logger
+from aa.observe.metrics import Metrics
+
+INTERVAL_S = 10.0
+log = get_logger("aa.run")
+
+
+@dataclass(slots=True)
+class CatchUp:
+    """Pure: fed ``(now, {flow: {"records": n, "lag_records": m}})`` samples, it keeps each
+    flow's rate (records per second between the last two samples) and ETA."""
+
+    flows: dict[str, dict[str, float | None]] = field(default_factory=dict)
+    _last: dict[str, tuple[float, float]] = field(default_factory=dict)
+
+    def sample(self, now: float, metrics: dict[str, dict[str, float]]) -> list[dict[str, Any]]:
+        """Update; return the log events to emit (one per flow behind or just caught up)."""
+        events = []
+        for name, m in metrics.items():
+            if "->" not in name or ("records" not in m and "lag_records" not in m):
+                continue
+            records = m.get("records", 0.0)
+            remaining = m.get("lag_records")
+            prev = self._last.get(name)
+            self._last[name] = (now, records)
+            rate = None
+            if prev is not None and now > prev[0]:
+                rate = max(0.0, (records - prev[1]) / (now - prev[0]))
+            eta = None
+            if remaining and rate:
+                eta = remaining / rate
+            was = self.flows.get(name, {}).get("remaining")
+            self.flows[name] = {"remaining": remaining, "rate": rate, "eta_s": eta}
+            if remaining:
+                events.append(
+                    {
+                        "event": "catching_up",
+                        "flow": name,
+                        "remaining": int(remaining),
+                        "rate": None if rate is None else round(rate, 1),
+                        "eta_s": None if eta is None else round(eta, 1),
+                    }
+                )
+            elif was:
+                events.append({"event": "caught_up", "flow": name})
+        return events
+
+
+def catch_up_task(
+    metrics: Metrics, tracker: CatchUp, interval_s: float = INTERVAL_S
+) -> Callable[[asyncio.Event], Any]:
+    async def run(stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            page = metrics.render().decode()
+            for e in tracker.sample(time.monotonic(), flow_metrics(page)):
+                name = e.pop("event")
+                log.info(name, **e)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), interval_s)
+
+    return run

@@ -1,0 +1,214 @@
+"""What `aa status` shows, computed purely from what it read: lag from committed state, the
+heartbeats each DC received, and (when a DC's `aa run` is reachable) its `/healthz` and
+`/metrics`. No I/O here, so every rule is unit-tested."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from aa.config import Topology
+from aa.heartbeat.model import HeartbeatView
+from aa.lag import PartitionLag
+
+
+@dataclass(slots=True)
+class ProcessSnapshot:
+    """One `aa run` process as read from its HTTP port."""
+
+    url: str
+    health: dict[str, Any] | None = None
+    metrics: dict[str, dict[str, float]] = field(default_factory=dict)
+    """flow name (``A->B``) -> values (see :func:`flow_metrics`)."""
+    error: str | None = None
+
+
+@dataclass(slots=True)
+class FlowStatus:
+    flow: str
+    source: str
+    target: str
+    state: str = "unknown"
+    lag_records: int | None = None
+    lag_seconds: float | None = None
+    latency_p50_s: float | None = None
+    latency_p99_s: float | None = None
+    heartbeat_age_s: float | None = None
+    heartbeat_latency_s: float | None = None
+    restarts: int | None = None
+    last_error: str | None = None
+    records: float | None = None
+    rate: float | None = None
+    """Records per second copied (catch-up), when known."""
+    eta_s: float | None = None
+    """Seconds until caught up at ``rate``."""
+
+    @property
+    def healthy(self) -> bool:
+        return self.state in ("running", "starting", "unknown") and self.last_error is None
+
+
+@dataclass(slots=True)
+class DcStatus:
+    dc: str
+    bootstrap: str
+    reachable: bool
+    error: str | None
+    process: str | None
+    process_error: str | None
+    flows: list[FlowStatus]
+    tasks: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["flows"] = [asdict(f) for f in self.flows]
+        return out
+
+
+def histogram_quantile(q: float, buckets: list[tuple[float, float]]) -> float | None:
+    """Prometheus' ``histogram_quantile`` over cumulative ``(le, count)`` buckets: linear
+    interpolation inside the bucket holding the q-th observation."""
+    buckets = sorted(buckets)
+    if not buckets or buckets[-1][1] <= 0:
+        return None
+    rank = q * buckets[-1][1]
+    prev_le, prev_count = 0.0, 0.0
+    for le, count in buckets:
+        if count >= rank:
+            if math.isinf(le):
+                return prev_le
+            if count == prev_count:
+                return le
+            return prev_le + (le - prev_le) * (rank - prev_count) / (count - prev_count)
+        prev_le, prev_count = le, count
+    return prev_le
+
+
+def flow_metrics(text: str) -> dict[str, dict[str, float]]:
+    """Per flow (``source->target``) from a `/metrics` page: ``records``, ``lag_records``,
+    ``lag_seconds``, ``latency_p50_s``, ``latency_p99_s``, ``restarts``, ``errors``,
+    ``dead_lettered``; and per ``local<-remote`` heartbeat ``heartbeat_age_s``."""
+    out: dict[str, dict[str, float]] = {}
+    buckets: dict[str, list[tuple[float, float]]] = {}
+
+    def slot(labels: Mapping[str, str]) -> dict[str, float] | None:
+        if "source" in labels and "target" in labels:
+            return out.setdefault(f"{labels['source']}->{labels['target']}", {})
+        if "local" in labels and "remote" in labels:
+            return out.setdefault(f"{labels['remote']}->{labels['local']}", {})
+        return None
+
+    sums = {
+        "aa_records_replicated_total": "records",
+        "aa_committed_lag_records": "lag_records",
+        "aa_flow_restarts_total": "restarts",
+        "aa_errors_total": "errors",
+        "aa_records_dead_lettered_total": "dead_lettered",
+    }
+    maxes = {
+        "aa_committed_lag_seconds": "lag_seconds",
+        "aa_heartbeat_age_seconds": "heartbeat_age_s",
+        "aa_heartbeat_latency_seconds": "heartbeat_latency_s",
+    }
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            d = slot(s.labels)
+            if d is None:
+                continue
+            if s.name in sums:
+                key = sums[s.name]
+                d[key] = d.get(key, 0.0) + s.value
+            elif s.name in maxes:
+                key = maxes[s.name]
+                d[key] = max(d.get(key, 0.0), s.value)
+            elif s.name == "aa_replication_latency_seconds_bucket":
+                flow = f"{s.labels['source']}->{s.labels['target']}"
+                buckets.setdefault(flow, []).append((float(s.labels["le"]), s.value))
+    for flow, b in buckets.items():
+        for q, key in ((0.5, "latency_p50_s"), (0.99, "latency_p99_s")):
+            v = histogram_quantile(q, b)
+            if v is not None:
+                out.setdefault(flow, {})[key] = v
+    return out
+
+
+def build(
+    topology: Topology,
+    reach: Mapping[str, str | None],
+    lag: Mapping[str, list[PartitionLag] | str],
+    heartbeats: Mapping[str, HeartbeatView | str],
+    processes: Mapping[str, ProcessSnapshot],
+    now_ms: int,
+) -> list[DcStatus]:
+    """One :class:`DcStatus` per DC with a row per inbound flow. ``reach`` maps a DC to why it
+    is unreachable (None: it answers); ``lag`` a flow name to its partitions or an error."""
+    out = []
+    for dc in topology.dc_names:
+        proc = processes.get(dc)
+        health = (proc.health or {}) if proc else {}
+        flows_health = health.get("flows", {})
+        catch_up = health.get("catch_up", {})
+        rows = []
+        for f in topology.inbound(dc):
+            row = FlowStatus(f.name, f.source, f.target)
+            parts = lag.get(f.name)
+            if isinstance(parts, list):
+                row.lag_records = sum(p.records for p in parts)
+                secs = [p.seconds for p in parts if p.seconds is not None]
+                row.lag_seconds = max(secs) if secs else 0.0
+            view = heartbeats.get(dc)
+            if isinstance(view, HeartbeatView) and (remote := view.remotes.get(f.source)):
+                row.heartbeat_age_s = round(remote.age_s(now_ms), 3)
+                row.heartbeat_latency_s = round(remote.latency_s, 3)
+            if proc is not None:
+                m = proc.metrics.get(f.name, {})
+                row.latency_p50_s = m.get("latency_p50_s")
+                row.latency_p99_s = m.get("latency_p99_s")
+                row.records = m.get("records")
+                if row.heartbeat_age_s is None and "heartbeat_age_s" in m:
+                    row.heartbeat_age_s = m["heartbeat_age_s"]
+                h = flows_health.get(f.name)
+                if h:
+                    row.state = str(h.get("state", "unknown"))
+                    row.restarts = int(h.get("restarts") or 0)
+                    row.last_error = h.get("last_error")
+                c = catch_up.get(f.name)
+                if c:
+                    row.rate = c.get("rate")
+                    row.eta_s = c.get("eta_s")
+            elif reach.get(dc) is None:
+                row.state = "no process"
+            if reach.get(f.source) is not None and row.state in ("unknown", "no process"):
+                row.state = f"source {f.source} down"
+            rows.append(row)
+        out.append(
+            DcStatus(
+                dc,
+                topology.datacenter(dc).bootstrap,
+                reach.get(dc) is None,
+                reach.get(dc),
+                proc.url if proc else None,
+                proc.error if proc else None,
+                rows,
+                dict(health.get("tasks", {})),
+            )
+        )
+    return out
+
+
+def problems(dcs: list[DcStatus], stale_after_s: float) -> list[str]:
+    """What makes the exit code 1: an unreachable DC, a flow not running, a stale heartbeat."""
+    out = []
+    for d in dcs:
+        if not d.reachable:
+            out.append(f"DC {d.dc} unreachable")
+        for f in d.flows:
+            if f.state in ("failed", "backoff"):
+                out.append(f"flow {f.flow} {f.state}")
+            if f.heartbeat_age_s is not None and f.heartbeat_age_s > stale_after_s:
+                out.append(f"heartbeat {f.flow} {f.heartbeat_age_s:.0f}s old")
+    return out

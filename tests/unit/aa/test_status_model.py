@@ -1,0 +1,119 @@
+"""`aa status` (pure parts): metrics parsing, latency percentiles, per-DC rows, catch-up ETA."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+
+from aa.cli.catchup import CatchUp
+from aa.cli.status_model import ProcessSnapshot, build, flow_metrics, histogram_quantile, problems
+from aa.config import load_config
+from aa.heartbeat.model import Heartbeat, HeartbeatView
+from aa.lag import PartitionLag
+from aa.observe.metrics import Metrics
+from tests.helpers.cli import aa_cli
+from tests.helpers.processes import write_topology
+from tests.unit.aa.test_cli_errors import _dead_ports
+
+pytestmark = pytest.mark.unit
+
+
+def test_histogram_quantile_interpolates_like_prometheus() -> None:
+    buckets = [(0.1, 50.0), (1.0, 100.0), (float("inf"), 100.0)]
+    assert histogram_quantile(0.5, buckets) == pytest.approx(0.1)
+    assert histogram_quantile(0.75, buckets) == pytest.approx(0.55)
+    assert histogram_quantile(0.5, [(1.0, 0.0), (float("inf"), 0.0)]) is None
+
+
+def test_flow_metrics_reads_aa_s_own_registry() -> None:
+    m = Metrics()
+    m.records.labels(source="SF", target="NYC", topic="t").inc(7)
+    m.committed_lag.labels(source="SF", target="NYC", topic="t", partition="0").set(3)
+    m.committed_lag.labels(source="SF", target="NYC", topic="t", partition="1").set(4)
+    m.lag_seconds.labels(source="SF", target="NYC", topic="t", partition="0").set(2.5)
+    m.restarts.labels(source="SF", target="NYC").inc()
+    for _ in range(10):
+        m.latency.labels(source="SF", target="NYC").observe(0.02)
+    m.heartbeat_age.labels(local="NYC", remote="SF").set(1.5)
+    got = flow_metrics(m.render().decode())["SF->NYC"]
+    assert got["records"] == 7
+    assert got["lag_records"] == 7
+    assert got["lag_seconds"] == 2.5
+    assert got["restarts"] == 1
+    assert got["heartbeat_age_s"] == 1.5
+    assert 0.01 < got["latency_p50_s"] <= 0.025
+
+
+def test_one_screen_per_dc_joins_kafka_and_process_views(tmp_path: Path) -> None:
+    topology = load_config(
+        write_topology(
+            tmp_path / "t.yaml",
+            {"SF": "127.0.0.1:1", "NYC": "127.0.0.1:2", "LON": "127.0.0.1:3"},
+            flows="full-mesh",
+            heartbeats={"enabled": True, "interval_s": 1},
+        )
+    )
+    view = HeartbeatView("NYC")
+    view.add(Heartbeat("SF", 1_000).encode(), [], 1_500)
+    proc = ProcessSnapshot(
+        "http://127.0.0.1:9465",
+        health={
+            "flows": {
+                "SF->NYC": {"state": "running", "restarts": 2, "last_error": None},
+                "LON->NYC": {"state": "backoff", "restarts": 1, "last_error": "boom"},
+            },
+            "catch_up": {"SF->NYC": {"remaining": 10, "rate": 5.0, "eta_s": 2.0}},
+        },
+        metrics={"SF->NYC": {"latency_p50_s": 0.01, "latency_p99_s": 0.2}},
+    )
+    dcs = build(
+        topology,
+        {"SF": None, "NYC": None, "LON": "KafkaConnectionError: no broker answered"},
+        {"SF->NYC": [PartitionLag("SF->NYC", "t", 0, 20, 10, 3.0)]},
+        {"NYC": view},
+        {"NYC": proc},
+        now_ms=4_000,
+    )
+    by = {d.dc: d for d in dcs}
+    assert [d.dc for d in dcs] == ["SF", "NYC", "LON"]
+    assert not by["LON"].reachable
+    rows = {f.flow: f for f in by["NYC"].flows}
+    sf = rows["SF->NYC"]
+    assert (sf.state, sf.lag_records, sf.lag_seconds, sf.restarts) == ("running", 10, 3.0, 2)
+    assert (sf.heartbeat_age_s, sf.heartbeat_latency_s) == (3.0, 0.5)
+    assert (sf.latency_p99_s, sf.rate, sf.eta_s) == (0.2, 5.0, 2.0)
+    assert rows["LON->NYC"].last_error == "boom"
+    assert {f.state for f in by["SF"].flows} >= {"no process", "source LON down"}
+    found = problems(dcs, stale_after_s=2.0)
+    assert "DC LON unreachable" in found
+    assert "flow LON->NYC backoff" in found
+    assert "heartbeat SF->NYC 3s old" in found
+    assert orjson.dumps([d.to_json() for d in dcs])
+
+
+def test_catch_up_rate_and_eta_then_caught_up_once() -> None:
+    t = CatchUp()
+    assert t.sample(0.0, {"SF->NYC": {"records": 0.0, "lag_records": 1000.0}})[0]["rate"] is None
+    [e] = t.sample(10.0, {"SF->NYC": {"records": 500.0, "lag_records": 500.0}})
+    assert (e["event"], e["remaining"], e["rate"], e["eta_s"]) == ("catching_up", 500, 50.0, 10.0)
+    assert t.sample(20.0, {"SF->NYC": {"records": 1000.0, "lag_records": 0.0}}) == [
+        {"event": "caught_up", "flow": "SF->NYC"}
+    ]
+    assert t.sample(30.0, {"SF->NYC": {"records": 1000.0, "lag_records": 0.0}}) == []
+
+
+async def test_status_with_every_dc_down_shows_them_and_exits_1(tmp_path: Path) -> None:
+    sf, nyc = _dead_ports(2)
+    config = write_topology(
+        tmp_path / "t.yaml", {"SF": f"127.0.0.1:{sf}", "NYC": f"127.0.0.1:{nyc}"}, flows="full-mesh"
+    )
+    r = await aa_cli("status", "--config", str(config))
+    assert r.code == 1, r
+    assert "Traceback" not in r.err + r.out, r
+    assert "Unclosed" not in r.err, r
+    assert r.out.count("UNREACHABLE") == 2, r.out
+    bad = await aa_cli("status", "--config", str(config), "--metrics", "XX=http://h:1")
+    assert bad.code == 2, bad
+    assert "--metrics XX: unknown DC" in bad.err, bad
