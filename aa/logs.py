@@ -39,7 +39,7 @@ def configure(*, json: bool | None = None, level: str | None = None) -> None:
     structlog.configure(
         processors=[*processors, renderer],
         wrapper_class=structlog.make_filtering_bound_logger(numeric),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        logger_factory=_stderr_logger,
         cache_logger_on_first_use=False,
     )
     # aiokafka (and asyncio) log through stdlib logging: render their records with the same
@@ -63,6 +63,11 @@ def configure(*, json: bool | None = None, level: str | None = None) -> None:
     _configured = True
 
 
+def _stderr_logger(*_args: Any) -> structlog.PrintLogger:
+    """A print logger on whatever ``sys.stderr`` is now (not the one at configure time)."""
+    return structlog.PrintLogger(file=sys.stderr)
+
+
 class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]  # generic only in typeshed
     """Writes to whatever ``sys.stderr`` is at the time of the record (tests swap it)."""
 
@@ -79,7 +84,10 @@ class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]  # generi
 
 
 def get_logger(name: str, **bound: Any) -> Any:
-    """A structlog logger bound to ``component=name`` and ``bound``."""
+    """A structlog logger bound to ``component=name`` and ``bound``.
+
+    A lazy proxy: it renders with the configuration current at each call, so module-level
+    loggers created at import follow a later ``configure`` (``--log-format json``)."""
     if not _configured:
         configure()
-    return structlog.get_logger(name).bind(component=name, **bound)
+    return structlog.get_logger(name, component=name, **bound)

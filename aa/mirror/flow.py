@@ -136,6 +136,8 @@ class MirrorFlow:
         self._committer: asyncio.Task[None] | None = None
         self._labels = {"source": settings.source, "target": settings.target}
         self.copied_total = 0
+        self.topic_sync_error: str | None = None
+        """The last periodic topic sync's error (``None`` once one succeeds); in /healthz."""
 
     async def run(self, stop: asyncio.Event) -> None:
         s = self.settings
@@ -427,7 +429,7 @@ class MirrorFlow:
         if self.syncs.failed:
             raise FlowError(
                 f"{self.settings.name}: writing offset syncs to {self.syncs.topic} in "
-                f"{self.settings.target} failed",
+                f"{self.settings.target} failed: {self.syncs.last_error!r}",
                 kind="offset-sync",
                 retriable=True,
             )
@@ -517,6 +519,8 @@ class MirrorFlow:
                 return
             try:
                 await self._topics.sync()
-            except Exception as exc:  # noqa: BLE001 - sync is best effort; copying goes on
+                self.topic_sync_error = None
+            except Exception as exc:  # logged and counted: sync is best effort; copying goes on
+                self.topic_sync_error = repr(exc)
                 self.metrics.errors.labels(**self._labels, kind="topic-sync").inc()
-                self.log.warning("topic_sync_failed", error=repr(exc))
+                self.log.warning("topic_sync_failed", error=repr(exc), exc_info=exc)

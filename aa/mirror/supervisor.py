@@ -70,6 +70,7 @@ class Supervisor:
         """Background loops, run and restarted like flows; give them a ``name`` attribute
         (:class:`aa.background.BackgroundTask`) for their metrics and `/healthz` entry."""
         self.task_states: dict[str, FlowState] = {}
+        self._live: dict[str, MirrorFlow] = {}
 
     def stop(self) -> None:
         self.stopping.set()
@@ -83,6 +84,10 @@ class Supervisor:
             return {"state": st.state, "restarts": st.restarts, "last_error": st.last_error}
 
         flows = {n: show(st) for n, st in self.states.items()}
+        for n, flow in self._live.items():
+            error = getattr(flow, "topic_sync_error", None)
+            if error is not None and n in flows:
+                flows[n]["topic_sync_error"] = error
         tasks = {n: show(st) for n, st in self.task_states.items()}
         ok = all(st.state in ("running", "starting") for st in self.states.values())
         degraded = any(st.state == "backoff" for st in self.task_states.values())
@@ -121,6 +126,7 @@ class Supervisor:
         attempt = 0
         while not self.stopping.is_set():
             flow = self._factory(settings, router, self.metrics)
+            self._live[settings.name] = flow
             state.state, state.since = "running", time.time()
             try:
                 await flow.run(self.stopping)

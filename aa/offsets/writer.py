@@ -16,8 +16,10 @@ from typing import Any
 from aiokafka import AIOKafkaProducer, TopicPartition
 
 from aa.admin import ClusterAdmin
+from aa.logs import get_logger
 from aa.offsets.sync import runs
 
+_log = get_logger("aa.offsets")
 SYNC_TOPIC_CONFIGS = {
     "cleanup.policy": "compact",
     # Keep a week of syncs uncompacted: translation stays exact for offsets copied in it.
@@ -40,6 +42,8 @@ class OffsetSyncWriter:
         self._from: dict[TopicPartition, int] = {}
         self.written = 0
         self.failed = 0
+        self.last_error: BaseException | None = None
+        """The broker's error behind the last failed sync (logged too; the flow names it)."""
 
     def saw(self, tp: TopicPartition, first_offset: int) -> None:
         """The flow fetched ``tp`` starting at ``first_offset`` (the first sync covers from it)."""
@@ -68,3 +72,5 @@ class OffsetSyncWriter:
         self._slots.release()
         if not fut.cancelled() and fut.exception() is not None:
             self.failed += 1  # the flow checks this when it settles (a lost sync is an error)
+            self.last_error = fut.exception()
+            _log.error("offset_sync_write_failed", topic=self.topic, error=repr(self.last_error))

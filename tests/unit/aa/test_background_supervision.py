@@ -54,6 +54,7 @@ async def test_crashed_background_task_is_logged_counted_restarted_and_shown_in_
             assert task["restarts"] == 1
             assert "checkpoint topic unreachable" in task["last_error"]
             status, body = await http_get(server.port, "/healthz")
+            assert status == 200  # a background failure degrades, it does not fail the flows
             assert orjson.loads(body)["tasks"]["checkpoints:SF->NYC"]["restarts"] == 1
             text = metrics.render().decode()
             assert 'aa_background_task_failures_total{task="checkpoints:SF->NYC"} 1.0' in text
@@ -90,8 +91,12 @@ async def test_background_task_that_returns_early_is_restarted() -> None:
 
 
 def test_aiokafka_log_lines_use_the_chosen_format(capsys: pytest.CaptureFixture[str]) -> None:
+    import structlog
+
+    import aa.offsets.writer  # a module-level logger created before the format is chosen
     from aa import logs
 
+    saved, handlers = structlog.get_config(), list(logging.getLogger().handlers)
     logs.configure(json=True)
     try:
         logging.getLogger("aiokafka.producer.sender").error("Unable to update metadata %s", "x")
@@ -101,5 +106,32 @@ def test_aiokafka_log_lines_use_the_chosen_format(capsys: pytest.CaptureFixture[
         assert line["event"] == "Unable to update metadata x"
         assert line["logger"] == "aiokafka.producer.sender"
         assert line["level"] == "error"
+        aa.offsets.writer._log.error("offset_sync_write_failed", error="x")
+        assert orjson.loads(capsys.readouterr().err.strip().splitlines()[-1])["error"] == "x"
+    finally:  # leave logging as other tests expect it
+        structlog.configure(**saved)
+        logging.getLogger().handlers[:] = handlers
+
+
+async def test_failing_topic_sync_of_a_running_flow_is_shown_in_healthz() -> None:
+    from aa.mirror.settings import FlowSettings
+
+    class _Flow:
+        """A flow whose periodic topic sync fails (the flow itself keeps copying)."""
+
+        def __init__(self, settings: FlowSettings, router: object, metrics: Metrics) -> None:
+            self.topic_sync_error: str | None = None
+
+        async def run(self, stop: asyncio.Event) -> None:
+            self.topic_sync_error = "KafkaConnectionError('target unreachable')"
+            await stop.wait()
+
+    settings = FlowSettings("SF", "NYC", {}, {}, group_id="g")
+    sup = Supervisor([(settings, object())], Metrics(), flow_factory=_Flow)  # type: ignore[list-item,arg-type]
+    runner = asyncio.create_task(sup.run(install_signals=False))
+    try:
+        await _until(lambda: sup.health()[1]["flows"]["SF->NYC"].get("topic_sync_error"))
+        assert "target unreachable" in sup.health()[1]["flows"]["SF->NYC"]["topic_sync_error"]
     finally:
-        logs.configure(json=False)
+        sup.stop()
+        await asyncio.wait_for(runner, 30)

@@ -7,7 +7,6 @@ prefixed name in prefix mode). Anything else was written here by an application:
 local, its stale ``aa-*`` headers are replaced, and it is forwarded like any local record.
 No such record stops a flow."""
 
-
 from __future__ import annotations
 
 import pytest

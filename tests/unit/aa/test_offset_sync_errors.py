@@ -1,0 +1,50 @@
+"""The real error behind "writing offset syncs failed" (issue 10 item 12): the writer keeps and
+logs the broker's error (e.g. NotLeaderForPartition), and the flow's error names it."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from aiokafka import TopicPartition
+from aiokafka.errors import NotLeaderForPartitionError
+from structlog.testing import capture_logs
+
+from aa.offsets.writer import OffsetSyncWriter
+
+pytestmark = pytest.mark.unit
+
+
+class _RefusingProducer:
+    """Stands in for aiokafka's producer: every send's future fails with ``error``."""
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+    async def send(self, topic: str, value: bytes, key: bytes) -> asyncio.Future[Any]:
+        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        fut.set_exception(self.error)
+        return fut
+
+
+class _Rec:
+    def __init__(self, offset: int) -> None:
+        self.offset = offset
+
+
+async def test_failed_offset_sync_write_keeps_and_logs_the_broker_error() -> None:
+    writer = OffsetSyncWriter(_RefusingProducer(NotLeaderForPartitionError()), "aa.syncs")
+    tp = TopicPartition("users", 0)
+    with capture_logs() as logs:
+        await writer.copied(tp, "users", [_Rec(0), _Rec(1)], 0)
+        for _ in range(100):  # the done-callbacks run on the next loop iterations
+            if writer.failed:
+                break
+            await asyncio.sleep(0)
+    assert writer.failed >= 1
+    assert isinstance(writer.last_error, NotLeaderForPartitionError)
+    failed = [e for e in logs if e["event"] == "offset_sync_write_failed"]
+    assert failed
+    assert "NotLeaderForPartition" in failed[0]["error"]
+    assert failed[0]["topic"] == "aa.syncs"
