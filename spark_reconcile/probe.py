@@ -16,6 +16,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from aa.admin import ClusterAdmin
 from aa.config import client_kwargs
+from aa.config.client import preflight
 from spark_reconcile.errors import DcUnreachableError
 from spark_reconcile.plan import ReadPlan
 from spark_reconcile.state import RunState
@@ -70,6 +71,7 @@ async def _probe_dc(
     kwargs: dict[str, Any] = client_kwargs(spec)
     kwargs["request_timeout_ms"] = int(timeout_s * 1000)
     await _tcp_check(dc, spec.bootstrap, timeout_s)
+    await preflight([spec], timeout_s=timeout_s)  # TLS/SASL refusals: one clear error
     deadline = asyncio.timeout(timeout_s)
     try:
         async with deadline, ClusterAdmin(dc, **kwargs) as admin:

@@ -13,6 +13,7 @@ from typing import Any
 import orjson
 
 from aa.config import Datacenter
+from aa.errors import ConfigError
 from spark_reconcile.probe import PartitionRange
 
 RAW_COLUMNS = ("dc", "topic", "ltopic", "partition", "offset", "key", "value", "ts", "headers")
@@ -30,6 +31,11 @@ def kafka_options(dc: Datacenter) -> dict[str, str]:
     if dc.ssl_certfile and dc.ssl_keyfile:
         opts["kafka.ssl.keystore.type"] = "PEM"
         opts["kafka.ssl.keystore.location"] = dc.ssl_certfile
+    if dc.sasl_mechanism == "OAUTHBEARER":
+        raise ConfigError(
+            f"DC {dc.name}: aa reconcile cannot use OAUTHBEARER yet (Spark's Kafka source needs "
+            "a JAAS login callback handler): give the reconcile job a SCRAM or PLAIN user"
+        )
     if dc.security_protocol.startswith("SASL_") and dc.sasl_password is not None:
         module = (
             "org.apache.kafka.common.security.plain.PlainLoginModule"

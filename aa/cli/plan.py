@@ -10,6 +10,7 @@ from typing import Any
 from aa.admin import ClusterAdmin
 from aa.cli.reach import CONNECT_TIMEOUT_S, ClusterUnreachableError
 from aa.config import Topology, client_kwargs, load_config
+from aa.config.client import preflight
 from aa.errors import AaError
 from aa.policy.plan import TopicListing, build_plan, render
 
@@ -38,6 +39,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.offline:
         flows = topology.inbound(args.dc) if args.dc else topology.flows
         dcs = sorted({f.source for f in flows} | {f.target for f in flows})
+        asyncio.run(preflight(topology.datacenter(dc) for dc in dcs))
         listing = asyncio.run(list_topics(topology, dcs))
     print(render(build_plan(topology, listing, dc=args.dc)))
     return 0

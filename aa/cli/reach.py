@@ -10,6 +10,7 @@ from collections.abc import Iterable, Iterator
 
 from aa.admin import ClusterAdmin
 from aa.config import Topology, client_kwargs
+from aa.config.client import preflight
 from aa.errors import AaError
 
 CONNECT_TIMEOUT_S = 15.0
@@ -58,8 +59,11 @@ async def probe(topology: Topology, dc: str, timeout_s: float = CONNECT_TIMEOUT_
 async def require_reachable(
     topology: Topology, dcs: Iterable[str], hint: str = "", timeout_s: float = CONNECT_TIMEOUT_S
 ) -> None:
-    """Raise :class:`ClusterUnreachableError` naming every DC of ``dcs`` that does not answer."""
+    """Raise :class:`ClusterUnreachableError` naming every DC of ``dcs`` that does not answer,
+    or :class:`~aa.config.client.ConnectionSetupError` when one refuses aa's TLS or SASL."""
     names = list(dict.fromkeys(dcs))
+    # TLS or SASL refusing aa (wrong password, untrusted certificate): its own clear error
+    await preflight((topology.datacenter(dc) for dc in names), timeout_s=timeout_s)
     with quiet_client_logs():
         causes = await asyncio.gather(*(probe(topology, dc, timeout_s) for dc in names))
     down = [(dc, c) for dc, c in zip(names, causes, strict=True) if c is not None]

@@ -10,6 +10,7 @@ from typing import Any
 from aa.background import BackgroundTask, background_tasks
 from aa.cli.catchup import CatchUp, catch_up_task
 from aa.config import load_config
+from aa.config.client import preflight
 from aa.errors import AaError
 from aa.logs import get_logger
 from aa.mirror.build import build_flows, select_flows
@@ -41,7 +42,11 @@ def register(sub: Any) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     topology = load_config(args.config)
-    flows = build_flows(topology, select_flows(topology, dc=args.dc, flow=args.flow))
+    selected = select_flows(topology, dc=args.dc, flow=args.flow)
+    # a refused login or certificate is reported once here, not retried by the supervisor
+    dcs = sorted({f.source for f in selected} | {f.target for f in selected})
+    asyncio.run(preflight(topology.datacenter(dc) for dc in dcs))
+    flows = build_flows(topology, selected)
     return asyncio.run(serve(topology, flows, args.metrics_port, args.shutdown_timeout))
 
 

@@ -58,7 +58,7 @@ TOP_LEVEL = (
 )
 DC_FIELDS = ("bootstrap", "security_protocol", "ssl", "sasl")
 SSL_FIELDS = ("cafile", "certfile", "keyfile")
-SASL_FIELDS = ("mechanism", "username", "password")
+SASL_FIELDS = ("mechanism", "username", "password", "token_provider")
 RESERVED_DC_NAMES = frozenset({"aa"})
 """``aa.`` starts aa's internal topic names, so no DC may be called ``aa``."""
 _FLOW = re.compile(r"^\s*([^\s\->]+)\s*->\s*([^\s\->]+)\s*$")
@@ -159,7 +159,7 @@ def _datacenter(name: str, node: Field) -> Datacenter:
         raise ssl["keyfile"].error("keyfile without certfile", "certfile, or certfile+keyfile")
     sasl_f = get(fields, "sasl", parent)
     sasl = sasl_f.mapping(SASL_FIELDS) if sasl_f else {}
-    mechanism = username = None
+    mechanism = username = token_provider = None
     password: Secret | None = None
     if proto.startswith("SASL_"):
         if sasl_f is None:
@@ -168,9 +168,22 @@ def _datacenter(name: str, node: Field) -> Datacenter:
                 "{mechanism, username, password}",
             )
         mechanism = cast(SaslMechanism, require(sasl, "mechanism", sasl_f).choice(SASL_MECHANISMS))
-        username = require(sasl, "username", sasl_f).text()
-        pw = require(sasl, "password", sasl_f)
-        password = Secret(pw.text(), where=f"{pw.file}: {pw.path}")
+        if mechanism == "OAUTHBEARER":
+            # the token comes from a hook (aa.config.client.token_provider), not a password
+            token_provider = require(sasl, "token_provider", sasl_f).text()
+            for unused in ("username", "password"):
+                if unused in sasl:
+                    raise sasl[unused].error(
+                        "not used with OAUTHBEARER", "token_provider: 'module:factory' only"
+                    )
+        else:
+            if "token_provider" in sasl:
+                raise sasl["token_provider"].error(
+                    f"only used with OAUTHBEARER, not {mechanism}", "username and password"
+                )
+            username = require(sasl, "username", sasl_f).text()
+            pw = require(sasl, "password", sasl_f)
+            password = Secret(pw.text(), where=f"{pw.file}: {pw.path}")
     elif sasl:
         assert sasl_f is not None
         raise sasl_f.error(
@@ -186,6 +199,7 @@ def _datacenter(name: str, node: Field) -> Datacenter:
         sasl_mechanism=mechanism,
         sasl_username=username,
         sasl_password=password,
+        sasl_token_provider=token_provider,
     )
 
 

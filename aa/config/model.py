@@ -14,7 +14,7 @@ from typing import Literal
 from aa.config.secret import Secret
 
 SecurityProtocol = Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]
-SaslMechanism = Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
+SaslMechanism = Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"]
 LoopMode = Literal["headers", "prefix"]
 PrefixStyle = Literal["rename", "book"]
 Delivery = Literal["at-least-once", "exactly-once"]
@@ -30,7 +30,12 @@ SECURITY_PROTOCOLS: tuple[SecurityProtocol, ...] = (
     "SASL_PLAINTEXT",
     "SASL_SSL",
 )
-SASL_MECHANISMS: tuple[SaslMechanism, ...] = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+SASL_MECHANISMS: tuple[SaslMechanism, ...] = (
+    "PLAIN",
+    "SCRAM-SHA-256",
+    "SCRAM-SHA-512",
+    "OAUTHBEARER",
+)
 
 DEFAULT_CONFIG_EXCLUDE: tuple[str, ...] = (
     # MirrorMaker 2's defaults: settings about the local cluster, not about the data.
@@ -58,6 +63,8 @@ class Datacenter:
     sasl_mechanism: SaslMechanism | None = None
     sasl_username: str | None = None
     sasl_password: Secret | None = None
+    sasl_token_provider: str | None = None
+    """OAUTHBEARER: ``module:factory`` giving the bearer token (see :mod:`aa.config.client`)."""
 
 
 @dataclass(frozen=True, slots=True)
