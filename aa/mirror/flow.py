@@ -106,6 +106,8 @@ class _OnRevoke(ConsumerRebalanceListener):  # type: ignore[misc]  # aiokafka is
 
     async def on_partitions_revoked(self, revoked: Any) -> None:
         await self._flow.drain()
+        if self._flow.syncs is not None:  # a later assignment starts a new run
+            await self._flow.syncs.revoked(revoked)
 
     async def on_partitions_assigned(self, assigned: Any) -> None:
         self._flow.log.info("partitions_assigned", partitions=len(assigned))
@@ -254,6 +256,8 @@ class MirrorFlow:
             # key hash, so that one key never lands in two partitions.
             assert self._consumer is not None
             same_partition = parts >= len(self._consumer.partitions_for_topic(tp.topic) or ())
+            if not same_partition and self.syncs is not None:
+                await self.syncs.repartitioned(tp, target, records)  # translation refuses
             limit = self._size_limit(target)
             open_batches: dict[int, tuple[Any, list[Any]]] = {}
             nbytes = forwarded = 0
@@ -389,12 +393,16 @@ class MirrorFlow:
             pending = await self._queue.get()
             try:
                 if pending is None:
+                    if self.syncs is not None:
+                        await self.syncs.flush()
                     await self.delivery.commit(self, final=True)
                     return
                 await self._settle(pending)
                 self._ready.update(pending.offsets)
                 now = time.monotonic()
                 if self._queue.empty() or now - last >= self.settings.commit_interval_s:
+                    if self.syncs is not None:  # the open runs: translation up to the commit
+                        await self.syncs.flush()
                     await self.delivery.commit(self, final=False)
                     last = now
             finally:
@@ -508,6 +516,8 @@ class MirrorFlow:
         if not join.done():
             join.cancel()
             return
+        if self.syncs is not None:  # the open runs, in the transaction in exactly-once mode
+            await self.syncs.flush()
         await self.delivery.commit(self, final=True)
 
     async def _sync_loop(self, stop: asyncio.Event) -> None:

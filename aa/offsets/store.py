@@ -6,10 +6,16 @@ that answered from half its history would translate to stale, too-early offsets.
 
 Invariants (per source partition, syncs in the order written):
   A. a sync's records are contiguous: source ``s`` ↦ ``target_first + s - source_first``;
-  B. source offsets in ``[covered_from, source_first)`` were not copied;
-  C. target offsets grow with write order (one writer per partition, writes in produce order);
-  D. a later sync wins where two cover the same source offset (an at-least-once restart copied
-     it again, later in the target: resuming at the later copy still sees everything after it).
+  B. source offsets in ``[covered_from, source_first)`` were not copied by that sync's run (a
+     run starts at the offset its process fetched first: it never claims a range another
+     process copied while this one did not own the partition);
+  C. target offsets grow with write order (one writer per partition at a time);
+  D. where two syncs cover the same source offset, the later one holds it (an at-least-once
+     restart copied it again, later in the target); the older one keeps what was not re-copied.
+
+Translation is never ahead of the copy: an answer may be *behind* (the consumer reads some
+copies again) but a consumer starting at it sees a copy of every record at or after the offset
+that the target holds. Memory is bounded per partition (:mod:`aa.offsets.index`).
 """
 
 from __future__ import annotations
@@ -19,10 +25,11 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from aa.errors import AaError
-from aa.offsets.sync import OffsetSync
+from aa.offsets.index import OLDER, RECENT, SourceIndex, TargetIndex
+from aa.offsets.sync import OffsetSync, Repartitioned, decode_sync
 from aa.tail import TopicReader
 
-Exactness = Literal["exact", "ahead", "before-syncs", "gap"]
+Exactness = Literal["exact", "behind", "ahead", "before-syncs", "gap", "repartitioned"]
 
 
 class NotReadyError(AaError):
@@ -32,9 +39,11 @@ class NotReadyError(AaError):
 @dataclass(frozen=True, slots=True)
 class Position:
     """A translated offset. ``exact``: the first copied record at or after the offset;
-    ``ahead``: the offset is beyond what the flow copied so far (the answer is the end of the
-    copies: records copied later land after it, so nothing is lost; duplicates are bounded by
-    the flow's lag); ``before-syncs``/``gap``: no sync covers it (``offset`` is ``None``)."""
+    ``behind``: a safe position before it (the syncs in between were thinned, or written by a
+    process whose syncs are gone): some copies are read again, none is missed; ``ahead``: the
+    offset is beyond what the flow copied so far (the answer is the end of the copies: records
+    copied later land after it, so nothing is lost; duplicates are bounded by the flow's lag);
+    ``before-syncs``/``gap``/``repartitioned``: no safe answer (``offset`` is ``None``)."""
 
     topic: str
     partition: int
@@ -42,18 +51,50 @@ class Position:
     exactness: Exactness
 
 
+@dataclass(slots=True)
+class _Partition:
+    target_topic: str
+    index: SourceIndex
+    hashed_from: int | None = None
+    """Set while a :class:`Repartitioned` marker is open (the flow copies by key hash)."""
+    hashed_until: int = -1
+    """Every offset up to this one may have been copied by key hash: refused."""
+
+
 class OffsetSyncStore:
-    def __init__(self, source: str, target: str) -> None:
+    def __init__(
+        self, source: str, target: str, *, recent: int = RECENT, older: int = OLDER
+    ) -> None:
         self.source, self.target = source, target
-        self._syncs: dict[tuple[str, int], list[OffsetSync]] = {}
-        self._by_target: dict[tuple[str, int], list[OffsetSync]] = {}
+        self._recent, self._older = recent, older
+        self._parts: dict[tuple[str, int], _Partition] = {}
+        self._by_target: dict[tuple[str, int], TargetIndex] = {}
         self.ready = False
+        self.records_read = 0
 
-    def add(self, sync: OffsetSync) -> None:
-        self._syncs.setdefault((sync.topic, sync.partition), []).append(sync)
-        self._by_target.setdefault((sync.target_topic, sync.partition), []).append(sync)
+    def add(self, sync: OffsetSync | Repartitioned) -> None:
+        """Add the next record of the sync topic (in the order written)."""
+        key = (sync.topic, sync.partition)
+        part = self._parts.get(key)
+        if part is None:
+            part = self._parts[key] = _Partition(
+                sync.target_topic, SourceIndex(self._recent, self._older)
+            )
+        part.target_topic = sync.target_topic
+        if isinstance(sync, Repartitioned):
+            part.hashed_from = sync.first
+            return
+        if part.hashed_from is not None:  # a same-partition run again: the marker closes
+            part.hashed_until = max(part.hashed_until, sync.covered_from - 1)
+            part.hashed_from = None
+        part.index.add(sync)
+        tkey = (sync.target_topic, sync.partition)
+        index = self._by_target.get(tkey)
+        if index is None:
+            index = self._by_target[tkey] = TargetIndex(self._recent, self._older)
+        index.add(sync)
 
-    def extend(self, syncs: Iterable[OffsetSync]) -> None:
+    def extend(self, syncs: Iterable[OffsetSync | Repartitioned]) -> None:
         for s in syncs:
             self.add(s)
 
@@ -64,60 +105,62 @@ class OffsetSyncStore:
             )
 
     def source_topics(self) -> set[str]:
-        return {t for t, _ in self._syncs}
+        return {t for t, _ in self._parts}
 
     def feeds(self, target_topic: str, partition: int) -> str | None:
         """The source topic whose copies land in ``target_topic`` (None: none do)."""
-        syncs = self._by_target.get((target_topic, partition))
-        return syncs[-1].topic if syncs else None
+        index = self._by_target.get((target_topic, partition))
+        newest = index.newest if index is not None else None
+        return newest.topic if newest is not None else None
 
     def target_topic(self, topic: str, partition: int) -> str | None:
-        syncs = self._syncs.get((topic, partition))
-        return syncs[-1].target_topic if syncs else None
+        part = self._parts.get((topic, partition))
+        return part.target_topic if part is not None else None
+
+    def synced(self) -> int:
+        """Syncs held in memory (bounded per partition)."""
+        return sum(len(p.index) for p in self._parts.values()) + sum(
+            len(i) for i in self._by_target.values()
+        )
 
     def copied_end(self, topic: str, partition: int) -> int | None:
         """The source offset after the newest record this flow copied (None: no syncs)."""
         self._check()
-        syncs = self._syncs.get((topic, partition))
-        return max(s.source_last for s in syncs) + 1 if syncs else None
+        part = self._parts.get((topic, partition))
+        return part.index.copied_end() if part is not None else None
 
     def translate(self, topic: str, partition: int, offset: int) -> Position:
         """Where a consumer of the target must start to see every copied record of source
         ``topic/partition`` at or after ``offset`` — and none before it when exact."""
         self._check()
-        syncs = self._syncs.get((topic, partition), [])
-        if not syncs:
+        part = self._parts.get((topic, partition))
+        if part is None:
             return Position(topic, partition, None, "gap")
-        target = syncs[-1].target_topic
-        for s in reversed(syncs):  # newest first (invariant D)
-            if s.covered_from <= offset <= s.source_last:
-                if offset <= s.source_first:
-                    return Position(target, partition, s.target_first, "exact")
-                exact = s.target_first + offset - s.source_first
-                return Position(target, partition, exact, "exact")
-        newest = max(syncs, key=lambda s: s.source_last)
-        if offset > newest.source_last:
-            return Position(target, partition, newest.target_last + 1, "ahead")
-        if offset < min(s.covered_from for s in syncs):
+        target = part.target_topic
+        if part.hashed_from is not None or offset <= part.hashed_until:
+            return Position(target, partition, None, "repartitioned")
+        found = part.index.lookup(offset)
+        if found is None:
+            if not part.index.entries:
+                return Position(target, partition, None, "gap")
             return Position(target, partition, None, "before-syncs")
-        return Position(target, partition, None, "gap")
+        at, kind = found
+        return Position(target, partition, at, kind)
 
     def upstream(self, target_topic: str, partition: int, offset: int) -> Position:
         """The reverse: a consumer of the target at ``offset`` has seen the copies of every
         source record before the returned source offset (conservative: never past one it has
         not seen)."""
         self._check()
-        syncs = self._by_target.get((target_topic, partition), [])
-        if not syncs:
+        index = self._by_target.get((target_topic, partition))
+        newest = index.newest if index is not None else None
+        if index is None or newest is None:
             return Position(target_topic, partition, None, "gap")
-        source = syncs[-1].topic
-        before = [s for s in syncs if s.target_first < offset]
-        if not before:
-            return Position(source, partition, syncs[0].covered_from, "before-syncs")
-        s = before[-1]  # invariant C: the newest copy below ``offset``
-        if offset <= s.target_last:
-            return Position(source, partition, s.source_first + offset - s.target_first, "exact")
-        return Position(source, partition, s.source_last + 1, "exact")
+        source = newest.topic
+        found = index.lookup(offset)
+        if found is None:
+            return Position(source, partition, index.oldest_covered(), "before-syncs")
+        return Position(source, partition, found[0], "exact")
 
     async def load(self, topic: str, client: Mapping[str, Any]) -> OffsetSyncStore:
         """Read ``topic`` to its end and mark the store ready."""
@@ -128,5 +171,6 @@ class OffsetSyncStore:
     async def catch_up(self, reader: TopicReader) -> None:
         for r in await reader.catch_up():
             if r.value is not None:
-                self.add(OffsetSync.decode(r.value))
+                self.add(decode_sync(r.value))
+                self.records_read += 1
         self.ready = True

@@ -5,7 +5,13 @@ source offsets jump: skipped records, compaction gaps), so every copied record's
 is known exactly: record ``s`` in ``[source_first, source_last]`` landed at
 ``target_first + (s - source_first)``; the source offsets in ``[covered_from, source_first)``
 were not copied by this flow. Offsets are per partition; the target partition equals the source
-partition (translation is refused where the target was repartitioned by key hash).
+partition. Where the target has fewer partitions, records go by key hash instead, and the flow
+writes a :class:`Repartitioned` marker rather than syncs: translation refuses that partition.
+
+Keys: a sync is written under ``topic/partition/r<slot>`` (a ring of recent runs per partition)
+and, now and then, under ``topic/partition/x<level>`` (exponentially spaced anchors); a marker
+under ``topic/partition/h``. The topic is compacted, so it holds a bounded number of records per
+partition (see :mod:`aa.offsets.writer`). Readers use the value only.
 """
 
 from __future__ import annotations
@@ -36,8 +42,9 @@ class OffsetSync:
     def target_last(self) -> int:
         return self.target_first + (self.source_last - self.source_first)
 
-    def key(self) -> bytes:
-        return f"{self.topic}/{self.partition}".encode()
+    def key(self, slot: str = "") -> bytes:
+        base = f"{self.topic}/{self.partition}"
+        return f"{base}/{slot}".encode() if slot else base.encode()
 
     def encode(self) -> bytes:
         return orjson.dumps(
@@ -54,19 +61,57 @@ class OffsetSync:
 
     @staticmethod
     def decode(value: bytes) -> OffsetSync:
-        try:
-            d = orjson.loads(value)
-            return OffsetSync(
-                str(d["topic"]),
-                int(d["partition"]),
-                str(d["target_topic"]),
-                int(d["from"]),
-                int(d["first"]),
-                int(d["last"]),
-                int(d["target"]),
+        sync = decode_sync(value)
+        if not isinstance(sync, OffsetSync):
+            raise SyncDecodeError(f"not an offset sync but a marker: {value[:80]!r}")
+        return sync
+
+
+@dataclass(frozen=True, slots=True)
+class Repartitioned:
+    """From source offset ``first`` on, this flow copies ``topic/partition`` by key hash (the
+    target has fewer partitions), until a later sync of the partition starts a same-partition
+    run again: translation refuses every offset up to that run's start."""
+
+    topic: str
+    partition: int
+    target_topic: str
+    first: int
+
+    def key(self) -> bytes:
+        return f"{self.topic}/{self.partition}/h".encode()
+
+    def encode(self) -> bytes:
+        return orjson.dumps(
+            {
+                "kind": "repartitioned",
+                "topic": self.topic,
+                "partition": self.partition,
+                "target_topic": self.target_topic,
+                "first": self.first,
+            }
+        )
+
+
+def decode_sync(value: bytes) -> OffsetSync | Repartitioned:
+    """A record of the sync topic: a sync or a repartitioned marker."""
+    try:
+        d = orjson.loads(value)
+        if d.get("kind") == "repartitioned":
+            return Repartitioned(
+                str(d["topic"]), int(d["partition"]), str(d["target_topic"]), int(d["first"])
             )
-        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
-            raise SyncDecodeError(f"not an offset sync: {value[:80]!r} ({exc})") from exc
+        return OffsetSync(
+            str(d["topic"]),
+            int(d["partition"]),
+            str(d["target_topic"]),
+            int(d["from"]),
+            int(d["first"]),
+            int(d["last"]),
+            int(d["target"]),
+        )
+    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise SyncDecodeError(f"not an offset sync: {value[:80]!r} ({exc})") from exc
 
 
 def runs(

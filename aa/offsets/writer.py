@@ -1,53 +1,141 @@
 """OffsetSyncWriter: turns settled produce batches into offset syncs and sends them to the sync
 topic on the target, bounded by a semaphore (MM2's OffsetSyncWriter).
 
+Only what translation needs is written. A batch that continues the open run of its partition
+(next source offset, next target offset) only extends it in memory; the run is written when it
+breaks (a skipped record, another writer's records in between), when it has grown unwritten for
+``flush_interval_s``, and when the flow commits source offsets (at most once per
+``commit_interval_s`` under load), drains or loses the partition. So a partition costs at most
+one sync per run break plus one per commit, whatever the batch size; the
+newest part of a run that is not written yet translates as ``ahead`` (the end of the written
+copies: behind, never ahead).
+
+Kept: each sync goes to a ring of ``RING`` keys per partition (``topic/partition/r<i>``), and
+when its last source offset crosses a multiple of ``2**(ANCHOR_SHIFT + k)``, also to the anchor
+key ``topic/partition/x<k>``. The topic is compacted, so after cleaning it holds at most
+``RING + ANCHOR_LEVELS`` syncs per partition (plus one marker): exact translation for the last
+``RING`` runs, coarse and conservative (never ahead) for older offsets through the anchors.
+
 Unlike MM2 it never drops a sync when the bound is reached: it waits (backpressure on the
-flow's commit loop), so every copied record stays translatable exactly. In exactly-once mode
-the flow's producer is transactional and the syncs ride in the same transaction as the records
-they describe.
+flow's commit loop). In exactly-once mode the flow's producer is transactional and the syncs
+ride in the same transaction as the records they describe.
+
+A run starts where this process first fetched the partition. When the partition is revoked the
+run ends; when it comes back (at any offset) a new run starts there, so a sync never claims a
+range another process copied meanwhile.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from aiokafka import AIOKafkaProducer, TopicPartition
 
 from aa.admin import ClusterAdmin
 from aa.logs import get_logger
-from aa.offsets.sync import runs
+from aa.offsets.sync import OffsetSync, Repartitioned, runs
 
 _log = get_logger("aa.offsets")
-SYNC_TOPIC_CONFIGS = {
+
+RING = 128
+"""Recent syncs kept per partition in the compacted topic (exact translation)."""
+ANCHOR_SHIFT = 10
+ANCHOR_LEVELS = 40
+"""Anchor ``k`` is rewritten every ``2**(ANCHOR_SHIFT + k)`` source offsets (1 Ki ... 2**49)."""
+FLUSH_INTERVAL_S = 1.0
+
+COMPACTED_INTERNAL_CONFIGS = {
     "cleanup.policy": "compact",
-    # Keep a week of syncs uncompacted: translation stays exact for offsets copied in it.
-    "min.compaction.lag.ms": str(7 * 24 * 3600 * 1000),
+    # Compaction only cleans closed segments: roll them small and often, so that the topic
+    # holds the bounded compacted set plus at most a few segments of recent writes.
+    "segment.bytes": str(8 * 1024 * 1024),
+    "segment.ms": str(10 * 60 * 1000),
+    "min.compaction.lag.ms": "0",
+    "min.cleanable.dirty.ratio": "0.5",
 }
+SYNC_TOPIC_CONFIGS = dict(COMPACTED_INTERNAL_CONFIGS)
 
 
 async def ensure_internal_topic(
     admin: ClusterAdmin, topic: str, configs: dict[str, str] | None = None
 ) -> None:
-    """Create a one-partition compacted internal topic if missing."""
-    await admin.create_topics([(topic, 1, configs or SYNC_TOPIC_CONFIGS)])
+    """Create a one-partition compacted internal topic if missing; an existing one gets the
+    configs that keep it bounded (other configs set on it are kept)."""
+    want = configs or SYNC_TOPIC_CONFIGS
+    if await admin.create_topics([(topic, 1, want)]):
+        return
+    have = (await admin.topic_configs([topic])).get(topic)
+    if have is not None and any(have.get(k) != v for k, v in want.items()):
+        await admin.set_topic_configs(topic, {**have, **want})
+
+
+@dataclass(slots=True)
+class _Open:
+    """The run being copied in one partition, not final yet."""
+
+    sync: OffsetSync
+    slot: int
+    written: bool
+    since: float
 
 
 class OffsetSyncWriter:
-    def __init__(self, producer: AIOKafkaProducer, topic: str, max_in_flight: int = 64) -> None:
+    def __init__(
+        self,
+        producer: AIOKafkaProducer,
+        topic: str,
+        max_in_flight: int = 64,
+        *,
+        flush_interval_s: float = FLUSH_INTERVAL_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._producer = producer
         self.topic = topic
         self._slots = asyncio.Semaphore(max_in_flight)
+        self._interval = flush_interval_s
+        self._clock = clock
         self._from: dict[TopicPartition, int] = {}
+        self._open: dict[TopicPartition, _Open] = {}
+        self._ring: dict[TopicPartition, int] = {}
+        self._anchored: dict[TopicPartition, int] = {}
+        self._hashed: dict[TopicPartition, int] = {}
         self.written = 0
         self.failed = 0
         self.last_error: BaseException | None = None
         """The broker's error behind the last failed sync (logged too; the flow names it)."""
 
     def saw(self, tp: TopicPartition, first_offset: int) -> None:
-        """The flow fetched ``tp`` starting at ``first_offset`` (the first sync covers from it)."""
+        """The flow fetched ``tp`` starting at ``first_offset`` (the run covers from it)."""
         self._from.setdefault(tp, first_offset)
+
+    async def revoked(self, tps: Iterable[TopicPartition]) -> None:
+        """The flow lost ``tps`` (after settling everything it fetched from them): write their
+        open runs and end them; a later assignment starts new runs where it fetches."""
+        for tp in tps:
+            await self._write_open(tp)
+            self._open.pop(tp, None)
+            self._from.pop(tp, None)
+            self._hashed.pop(tp, None)
+
+    async def repartitioned(
+        self, tp: TopicPartition, target_topic: str, records: Sequence[Any]
+    ) -> None:
+        """``records`` of ``tp`` go to the target by key hash (it has fewer partitions): no
+        sync describes them; the first such batch of a run writes a marker that makes
+        translation refuse the partition up to the next same-partition run."""
+        if not records:
+            return
+        if tp not in self._hashed:
+            await self._write_open(tp)
+            self._open.pop(tp, None)
+            marker = Repartitioned(tp.topic, tp.partition, target_topic, records[0].offset)
+            await self._send(marker.encode(), marker.key())
+        self._hashed[tp] = max(self._hashed.get(tp, -1), records[-1].offset)
+        self._from.pop(tp, None)
 
     async def copied(
         self, tp: TopicPartition, target_topic: str, records: Sequence[Any], base: int
@@ -56,17 +144,72 @@ class OffsetSyncWriter:
         if not records:
             return
         offsets = [r.offset for r in records]
+        hashed = self._hashed.get(tp)
+        if hashed is not None:
+            if offsets[-1] <= hashed:
+                return  # copied by key hash, or fetched before: the marker covers them
+            del self._hashed[tp]
         covered = min(self._from.get(tp, offsets[0]), offsets[0])  # re-copies restart it
-        for sync in runs(tp.topic, tp.partition, target_topic, offsets, base, covered):
-            await self._slots.acquire()
-            try:
-                fut = await self._producer.send(self.topic, sync.encode(), sync.key())
-            except BaseException:
-                self._slots.release()
-                raise
-            fut.add_done_callback(self._done)
-            self.written += 1
+        if hashed is not None:
+            covered = max(covered, hashed + 1)
+        for piece in runs(tp.topic, tp.partition, target_topic, offsets, base, covered):
+            await self._extend(tp, piece)
         self._from[tp] = offsets[-1] + 1
+        run = self._open.get(tp)
+        if run is not None and not run.written and self._clock() - run.since >= self._interval:
+            await self._write(tp, run)
+
+    async def flush(self) -> None:
+        """Write every open run that has unwritten copies (before a commit, drain or stop)."""
+        for tp in list(self._open):
+            await self._write_open(tp)
+
+    async def _extend(self, tp: TopicPartition, piece: OffsetSync) -> None:
+        run = self._open.get(tp)
+        if run is not None:
+            s = run.sync
+            if (
+                piece.covered_from == piece.source_first == s.source_last + 1
+                and piece.target_first == s.target_last + 1
+                and piece.target_topic == s.target_topic
+            ):
+                run.sync = replace(s, source_last=piece.source_last)
+                run.written = False
+                return
+            if not run.written:
+                await self._write(tp, run)
+        slot = self._ring.get(tp, -1) + 1
+        self._ring[tp] = slot
+        self._open[tp] = _Open(piece, slot % RING, False, self._clock())
+
+    async def _write_open(self, tp: TopicPartition) -> None:
+        run = self._open.get(tp)
+        if run is not None and not run.written:
+            await self._write(tp, run)
+
+    async def _write(self, tp: TopicPartition, run: _Open) -> None:
+        s = run.sync
+        value = s.encode()
+        # marked first: a batch that extends the run while this one is sent marks it again
+        run.written, run.since = True, self._clock()
+        await self._send(value, s.key(f"r{run.slot}"))
+        last = self._anchored.get(tp, max(0, s.covered_from - 1))
+        for k in range(ANCHOR_LEVELS):
+            shift = ANCHOR_SHIFT + k
+            if last >> shift == s.source_last >> shift:
+                break
+            await self._send(value, s.key(f"x{k}"))
+        self._anchored[tp] = s.source_last
+
+    async def _send(self, value: bytes, key: bytes) -> None:
+        await self._slots.acquire()
+        try:
+            fut = await self._producer.send(self.topic, value, key)
+        except BaseException:
+            self._slots.release()
+            raise
+        fut.add_done_callback(self._done)
+        self.written += 1
 
     def _done(self, fut: asyncio.Future[Any]) -> None:
         self._slots.release()
