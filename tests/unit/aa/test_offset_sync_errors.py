@@ -38,6 +38,7 @@ async def test_failed_offset_sync_write_keeps_and_logs_the_broker_error() -> Non
     tp = TopicPartition("users", 0)
     with capture_logs() as logs:
         await writer.copied(tp, "users", [_Rec(0), _Rec(1)], 0)
+        await writer.flush()  # runs are written at breaks, commits and drains
         for _ in range(100):  # the done-callbacks run on the next loop iterations
             if writer.failed:
                 break
