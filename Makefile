@@ -5,6 +5,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 PYTEST_ARGS ?=
+DEMO_ARGS ?=
 # Kafka 4.x is the default (aa.dev.artifacts.KAFKA_VERSION); the mesh, exactly-once and failover
 # tests (marker kafka39) run a second time on the 3.9 line.
 COMPAT_KAFKA ?= 3.9.2
@@ -27,7 +28,7 @@ fetch: env
 	$(BIN)/aa dev fetch --kafka-version $(COMPAT_KAFKA)
 
 demo: fetch
-	$(BIN)/python -m examples.demo
+	$(BIN)/python -m examples.demo $(DEMO_ARGS)
 
 test: fetch
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

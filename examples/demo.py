@@ -5,6 +5,9 @@ per DC, as operators run them), applications in SF and NYC ordering different bo
 user within the same second, every DC computing the same converged state, and the nightly
 reconcile job proving the DCs agree.
 
+Then SF goes down: a consumer group fails over to NYC (`aa failover`, dry run first), SF comes
+back and the group fails back (`aa failback`); the reconcile report closes the story.
+
 On any error, Ctrl-C or SIGTERM it stops what it started (the mirrors, and the brokers it started
 itself) and says so. On success the brokers keep running for you to explore, unless ``--stop``.
 """
@@ -69,6 +72,7 @@ class Demo:
     started: list[cluster.DevCluster] = field(default_factory=list)
     mirrors: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     metrics: dict[str, str] = field(default_factory=dict)
+    free: bool = False
 
     @property
     def bootstraps(self) -> dict[str, str]:
@@ -99,7 +103,7 @@ class Demo:
             if p.poll() is None:
                 p.send_signal(signal.SIGTERM)
         stopped = []
-        for dc, p in self.mirrors.items():
+        for dc, p in list(self.mirrors.items()):
             try:
                 p.wait(60)
             except subprocess.TimeoutExpired:
@@ -120,33 +124,18 @@ class Demo:
             flush=True,
         )
 
-    def mirror_port(self, i: int) -> int:
-        port = METRICS_BASE_PORT + i
-        return port if _port_free(port) else free_ports(1)[0]
+    def mirror_port(self, dc: str) -> int:
+        if dc in self.metrics:  # a restart keeps its URL
+            return int(self.metrics[dc].rsplit(":", 1)[1])
+        port = METRICS_BASE_PORT + DCS.index(dc)
+        return port if not self.free and _port_free(port) else free_ports(1)[0]
 
-
-def write_topology(folder: Path, clusters: dict[str, str]) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / "topology.yaml"
-    doc = {
-        "datacenters": {dc: {"bootstrap": b} for dc, b in clusters.items()},
-        "flows": "full-mesh",
-        "topics": {"include": [TOPIC]},
-        "loop_prevention": "headers",
-        "heartbeats": {"enabled": False},
-        "checkpoints": {"enabled": False},
-    }
-    path.write_text(yaml.safe_dump(doc, sort_keys=False))
-    return path
-
-
-def start_mirrors(demo: Demo, config: Path) -> None:
-    say("2. full-mesh mirrors: `aa run --dc X` in each DC (6 flows)")
-    for i, dc in enumerate(DCS):
-        port = demo.mirror_port(i)
-        log_path = demo.out / f"aa-run-{dc}.log"
+    def start_mirror(self, dc: str, config: Path) -> None:
+        """`aa run --dc DC` as a process of its own, its log in the output folder."""
+        port = self.mirror_port(dc)
+        log_path = self.out / f"aa-run-{dc}.log"
         with log_path.open("ab") as log:
-            demo.mirrors[dc] = subprocess.Popen(
+            self.mirrors[dc] = subprocess.Popen(
                 [
                     sys.executable,
                     "-m",
@@ -164,11 +153,52 @@ def start_mirrors(demo: Demo, config: Path) -> None:
                 stdout=log,
                 stderr=subprocess.STDOUT,
             )
-        demo.metrics[dc] = f"http://127.0.0.1:{port}"
-        print(
-            f"   {dc}: pid {demo.mirrors[dc].pid}, metrics {demo.metrics[dc]}/metrics, "
-            f"log {log_path}"
-        )
+        self.metrics[dc] = f"http://127.0.0.1:{port}"
+        pid = self.mirrors[dc].pid
+        print(f"   {dc}: aa run pid {pid}, {self.metrics[dc]}/metrics, log {log_path}")
+
+    def stop_mirror(self, dc: str) -> None:
+        p = self.mirrors.pop(dc, None)
+        if p is not None and p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+            try:
+                p.wait(60)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait(10)
+
+    def status_args(self) -> list[str]:
+        """`--metrics DC=URL` for every running mirror (what `aa status` joins in)."""
+        return [a for dc, url in self.metrics.items() for a in ("--metrics", f"{dc}={url}")]
+
+    def check_mirrors(self) -> None:
+        """A mirror that exited is an error of the demo, with its log named."""
+        for dc, p in self.mirrors.items():
+            if p.poll() is not None:
+                raise RuntimeError(
+                    f"aa run --dc {dc} exited with {p.returncode}: see {self.out}/aa-run-{dc}.log"
+                )
+
+
+def write_topology(folder: Path, clusters: dict[str, str]) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "topology.yaml"
+    doc = {
+        "datacenters": {dc: {"bootstrap": b} for dc, b in clusters.items()},
+        "flows": "full-mesh",
+        "topics": {"include": [TOPIC]},
+        "loop_prevention": "headers",
+        "heartbeats": {"enabled": True, "interval_s": 1.0},
+        "checkpoints": {"enabled": True, "interval_s": 2.0, "groups": ["shipping"]},
+    }
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
+def start_mirrors(demo: Demo, config: Path) -> None:
+    say("2. full-mesh mirrors: `aa run --dc X` in each DC (6 flows)")
+    for dc in DCS:
+        demo.start_mirror(dc, config)
 
 
 async def ensure_topic(clusters: dict[str, str]) -> None:
@@ -203,6 +233,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--stop", action="store_true", help="stop the brokers it started when it is done"
     )
+    parser.add_argument(
+        "--no-reconcile", action="store_true", help="skip the Spark job (quicker, for developers)"
+    )
     return parser.parse_args(argv)
 
 
@@ -213,7 +246,7 @@ def main(argv: list[str] | None = None) -> int:
     began = time.monotonic()
     home = args.home.expanduser() if args.home else cluster.state_root()
     args.out.mkdir(parents=True, exist_ok=True)
-    demo = Demo(home, args.out)
+    demo = Demo(home, args.out, free=args.free_ports)
     try:
         demo.start_clusters(args.free_ports)
         asyncio.run(ensure_topic(demo.bootstraps))
@@ -245,6 +278,8 @@ def main(argv: list[str] | None = None) -> int:
             "`... down --wipe` deletes their data)"
         )
     say(f"done in {time.monotonic() - began:.0f}s; {tail}")
+    print(f"   reconcile report: {(args.out / 'reconcile' / 'report.html').resolve()}")
+    print(f"   mirror logs: {args.out.resolve()}/aa-run-*.log")
     return 0
 
 

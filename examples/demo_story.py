@@ -12,8 +12,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import orjson
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from aa.cli.status_model import flow_metrics
 from conflict import EventWriter, Materializer, PatternConsumer, ResolverRegistry
+from examples.demo_failover import aa, dc_goes_down
 
 if TYPE_CHECKING:
     from examples.demo import Demo
@@ -72,19 +75,33 @@ async def wait_replicated(clusters: dict[str, str], total: int, timeout: float =
         # that number stays put for a second: the mirrors have nothing left to copy
         deadline, stable_since = time.monotonic() + timeout, 0.0
         last: dict[str, int] = {}
-        while time.monotonic() < deadline:
-            held = {
-                dc: sum((await c.end_offsets(tps)).values()) for dc, (c, tps) in consumers.items()
-            }
-            if held != last:
-                last, stable_since = held, time.monotonic()
-            elif (
-                len(set(held.values())) == 1
-                and min(held.values()) >= total
-                and time.monotonic() - stable_since > 1.0
-            ):
-                break
-            await asyncio.sleep(0.2)
+        with Progress(
+            TextColumn("   {task.description:<4}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            transient=True,
+        ) as bar:
+            bars = {dc: bar.add_task(dc, total=None) for dc in consumers}
+            while True:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"the DCs did not converge within {timeout:.0f}s: {last}")
+                held = {
+                    dc: sum((await c.end_offsets(tps)).values())
+                    for dc, (c, tps) in consumers.items()
+                }
+                most = max(held.values())
+                for dc, n in held.items():
+                    bar.update(bars[dc], completed=n, total=most)
+                if held != last:
+                    last, stable_since = held, time.monotonic()
+                elif (
+                    len(set(held.values())) == 1
+                    and min(held.values()) >= total
+                    and time.monotonic() - stable_since > 1.0
+                ):
+                    break
+                await asyncio.sleep(0.2)
     finally:
         for c, _ in consumers.values():
             await c.stop()
@@ -124,8 +141,31 @@ async def converged_view(clusters: dict[str, str]) -> dict[str, str]:
     return digests
 
 
+def read_metrics(demo: Demo, config: Path) -> None:
+    say("6. replication latency and lag, from aa's own metrics (and `aa status`)")
+    import urllib.request
+
+    for dc, url in demo.metrics.items():
+        with urllib.request.urlopen(f"{url}/metrics", timeout=5) as resp:  # noqa: S310 - our own local endpoint
+            flows = flow_metrics(resp.read().decode())
+        for name, m in sorted(flows.items()):
+            if not name.endswith(f"->{dc}") or "records" not in m:
+                continue
+            p50, p99 = m.get("latency_p50_s"), m.get("latency_p99_s")
+            lat = (
+                "-"
+                if p50 is None or p99 is None
+                else f"p50 {p50 * 1000:.0f} ms, p99 {p99 * 1000:.0f} ms"
+            )
+            print(
+                f"   {name:<9} copied {m['records']:>6.0f}  latency {lat:<24} "
+                f"lag {m.get('lag_records', 0):.0f} records"
+            )
+    aa("status", "--config", str(config), *demo.status_args())
+
+
 def reconcile(config: Path, out: Path) -> dict[str, Any]:
-    say("6. the nightly reconcile job (PySpark) proves it: missing, duplicated, looped, divergent")
+    say("12. the nightly reconcile job (PySpark) proves it: missing, duplicated, looped, divergent")
     cmd = [
         sys.executable,
         "-m",
@@ -169,5 +209,12 @@ async def story(demo: Demo, config: Path, args: argparse.Namespace) -> None:
     clusters = demo.bootstraps
     total = await write_conflicts(clusters, args.keys)
     await wait_replicated(clusters, total)
+    demo.check_mirrors()
     await converged_view(clusters)
-    await asyncio.to_thread(reconcile, config, args.out / "reconcile")
+    await asyncio.to_thread(read_metrics, demo, config)
+    await dc_goes_down(demo, config)
+    demo.check_mirrors()
+    if args.no_reconcile:
+        say("12. reconcile skipped (--no-reconcile)")
+    else:
+        await asyncio.to_thread(reconcile, config, args.out / "reconcile")

@@ -31,6 +31,8 @@ from aa.tail import TopicReader
 
 READ_TIMEOUT_S = 20.0
 HTTP_TIMEOUT_S = 3.0
+STALE_MIN_S = 10.0
+"""A heartbeat is stale after three intervals, and never before this (a busy host)."""
 
 
 def register(sub: Any) -> None:
@@ -216,7 +218,7 @@ def render(dcs: list[DcStatus], stale_after_s: float) -> Group:
 def _status(args: argparse.Namespace) -> int:
     topology = load_config(args.config)
     urls = parse_metrics_urls(topology, args.metrics)
-    stale = 3 * topology.heartbeats.interval_s
+    stale = max(STALE_MIN_S, 3 * topology.heartbeats.interval_s)
     console = Console(width=None if Console().is_terminal else 160)
     if args.watch is not None and not args.json:
         try:

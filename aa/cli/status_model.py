@@ -182,6 +182,8 @@ def build(
                     row.eta_s = c.get("eta_s")
             elif reach.get(dc) is None:
                 row.state = "no process"
+            if reach.get(dc) is not None and row.state == "unknown":
+                row.state = "DC down"
             if reach.get(f.source) is not None and row.state in ("unknown", "no process"):
                 row.state = f"source {f.source} down"
             rows.append(row)
