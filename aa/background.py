@@ -18,7 +18,7 @@ from aa.checkpoints.task import CheckpointTask
 from aa.config import Topology
 from aa.errors import AaError
 from aa.heartbeat.tasks import watch_heartbeats, write_heartbeats
-from aa.lag import flow_lag
+from aa.lag import LagReader
 from aa.logs import get_logger
 from aa.mirror.settings import FlowSettings
 from aa.observe.metrics import Metrics
@@ -52,12 +52,23 @@ log = get_logger("aa.background")
 async def export_lag(
     topology: Topology, names: Sequence[str], metrics: Metrics, stop: asyncio.Event
 ) -> None:
+    reader = LagReader(topology)
+    try:
+        await _export_lag(reader, names, metrics, stop)
+    finally:
+        await reader.close()
+
+
+async def _export_lag(
+    reader: LagReader, names: Sequence[str], metrics: Metrics, stop: asyncio.Event
+) -> None:
+    topology = reader.topology
     while not stop.is_set():
         failed: list[tuple[str, Exception]] = []
         for name in names:
             flow = topology.flow(name)
             try:
-                rows = await flow_lag(topology, flow)
+                rows = await reader.flow_lag(flow)
             except Exception as exc:  # noqa: BLE001 - the other flows' lag still refreshes
                 failed.append((name, exc))
                 continue

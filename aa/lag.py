@@ -14,7 +14,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from aa.admin import ClusterAdmin
 from aa.config import Flow, Topology
 from aa.mirror.build import flow_settings
-from aa.mirror.eos import stored_offsets
+from aa.mirror.eos import StoredOffsets, stored_offsets
 from aa.mirror.settings import FlowSettings
 from aa.offsets.groups import group_offsets
 from aa.policy import FlowRouter
@@ -36,13 +36,42 @@ class PartitionLag:
         return max(0, self.end - self.copied)
 
 
-async def _copied(settings: FlowSettings) -> dict[TopicPartition, int]:
+async def _copied(
+    settings: FlowSettings, stored: StoredOffsets | None
+) -> dict[TopicPartition, int]:
     if settings.delivery == "exactly-once":
+        if stored is not None:
+            return await stored.refresh()
         return await stored_offsets(settings)
     return await group_offsets(settings.source_client, settings.group_id)
 
 
-async def flow_lag(topology: Topology, flow: Flow) -> list[PartitionLag]:
+class LagReader:
+    """Lag of several flows, read again and again (the exporter): keeps one tail of each
+    exactly-once offsets topic open, so a refresh reads only the offsets stored since the last
+    one — the cost stays the same after a month as after a minute."""
+
+    def __init__(self, topology: Topology) -> None:
+        self.topology = topology
+        self._stored: dict[str, StoredOffsets] = {}
+
+    async def flow_lag(self, flow: Flow) -> list[PartitionLag]:
+        stored = self._stored.get(flow.name)
+        if stored is None and flow_settings(self.topology, flow).delivery == "exactly-once":
+            stored = self._stored[flow.name] = StoredOffsets(flow_settings(self.topology, flow))
+        return await flow_lag(self.topology, flow, stored)
+
+    async def close(self) -> None:
+        for stored in self._stored.values():
+            await stored.close()
+        self._stored.clear()
+
+
+async def flow_lag(
+    topology: Topology, flow: Flow, stored: StoredOffsets | None = None
+) -> list[PartitionLag]:
+    """The lag of ``flow`` now; ``stored`` (exactly-once): a tail of its offsets topic kept
+    between calls."""
     settings = flow_settings(topology, flow)
     router = FlowRouter(topology, flow)
     pattern = re.compile(router.subscription())
@@ -56,7 +85,7 @@ async def flow_lag(topology: Topology, flow: Flow) -> list[PartitionLag]:
     ]
     if not tps:
         return []
-    copied = await _copied(settings)
+    copied = await _copied(settings, stored)
     consumer = AIOKafkaConsumer(
         **settings.source_client, enable_auto_commit=False, isolation_level="read_committed"
     )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import Any
 
@@ -83,16 +83,25 @@ class TopicReader:
     async def catch_up(self, timeout: float = 30.0) -> list[Any]:
         """Every record written since the last call (all of them on the first), up to the end
         offsets as of now; ``[]`` while the topic does not exist."""
+        out: list[Any] = []
+        await self.catch_up_each(out.extend, timeout)
+        return out
+
+    async def catch_up_each(
+        self, handle: Callable[[list[Any]], object], timeout: float = 30.0
+    ) -> int:
+        """Like :meth:`catch_up`, handing each fetched batch to ``handle`` instead of
+        collecting them (memory stays that of one batch); returns the records read."""
         await self._assign()
         if not self._assigned:
-            return []
+            return 0
         ends: dict[TopicPartition, int] = await self._consumer.end_offsets(list(self._assigned))
-        out: list[Any] = []
+        n = 0
         deadline = time.monotonic() + timeout
         while True:
             behind = [tp for tp, end in ends.items() if await self._consumer.position(tp) < end]
             if not behind:
-                return out
+                return n
             if time.monotonic() > deadline:
                 raise AaError(
                     f"reading {self.topic} to its end took more than {timeout}s "
@@ -100,7 +109,8 @@ class TopicReader:
                 )
             batch = await self._consumer.getmany(*behind, timeout_ms=200)
             for records in batch.values():
-                out.extend(records)
+                handle(records)
+                n += len(records)
             await asyncio.sleep(0)
 
 

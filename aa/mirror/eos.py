@@ -13,6 +13,7 @@ the target read with ``isolation_level="read_committed"``.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -20,23 +21,27 @@ from aiokafka import TopicPartition
 from aiokafka.errors import KafkaError, ProducerFenced
 
 from aa.mirror.delivery import Batch
-from aa.offsets.writer import ensure_internal_topic
-from aa.tail import read_topic
+from aa.offsets.writer import COMPACTED_INTERNAL_CONFIGS, ensure_internal_topic
+from aa.tail import TopicReader
 
 if TYPE_CHECKING:
     from aa.mirror.flow import MirrorFlow
     from aa.mirror.settings import FlowSettings
 
-OFFSETS_TOPIC_CONFIGS = {"cleanup.policy": "compact"}
+OFFSETS_TOPIC_CONFIGS = dict(COMPACTED_INTERNAL_CONFIGS)
+"""One record per source partition after compaction; segments roll every 10 minutes or 8 MiB
+so that the cleaner keeps the uncompacted head small (it never cleans the active segment)."""
 
 
 def offset_key(tp: TopicPartition) -> bytes:
     return f"{tp.topic}/{tp.partition}".encode()
 
 
-def parse_offsets(records: list[Any]) -> dict[TopicPartition, int]:
-    """The newest stored offset per source partition."""
-    out: dict[TopicPartition, int] = {}
+def parse_offsets(
+    records: Iterable[Any], into: dict[TopicPartition, int] | None = None
+) -> dict[TopicPartition, int]:
+    """The newest stored offset per source partition (updating ``into`` when given)."""
+    out: dict[TopicPartition, int] = {} if into is None else into
     for r in records:
         if r.key is None or r.value is None:
             continue
@@ -45,10 +50,38 @@ def parse_offsets(records: list[Any]) -> dict[TopicPartition, int]:
     return out
 
 
+class StoredOffsets:
+    """The source offsets an exactly-once flow committed on its target, read once and then
+    kept up to date by reading only what was written since (the lag exporter refreshes every
+    few seconds: it must not re-read the topic each time)."""
+
+    def __init__(self, settings: FlowSettings) -> None:
+        self.topic = settings.eos_offsets_topic
+        self._reader = TopicReader(self.topic, settings.target_client)
+        self.offsets: dict[TopicPartition, int] = {}
+        self.records_read = 0
+
+    async def refresh(self) -> dict[TopicPartition, int]:
+        await self._reader.start()
+        self.records_read += await self._reader.catch_up_each(
+            lambda records: parse_offsets(records, self.offsets)
+        )
+        return dict(self.offsets)
+
+    async def close(self) -> None:
+        await self._reader.close()
+
+    async def __aenter__(self) -> StoredOffsets:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+
 async def stored_offsets(settings: FlowSettings) -> dict[TopicPartition, int]:
     """The source offsets an exactly-once flow has committed on its target."""
-    records = await read_topic(settings.eos_offsets_topic, settings.target_client)
-    return parse_offsets(records)
+    async with StoredOffsets(settings) as stored:
+        return await stored.refresh()
 
 
 class ExactlyOnce:

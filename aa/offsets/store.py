@@ -168,9 +168,15 @@ class OffsetSyncStore:
             await self.catch_up(reader)
         return self
 
-    async def catch_up(self, reader: TopicReader) -> None:
-        for r in await reader.catch_up():
-            if r.value is not None:
-                self.add(decode_sync(r.value))
-                self.records_read += 1
+    async def catch_up(self, reader: TopicReader, timeout: float = 30.0) -> None:
+        """Read what was written since the last call, batch by batch (memory stays bounded
+        while a long head of the topic is read)."""
+
+        def handle(records: list[Any]) -> None:
+            for r in records:
+                if r.value is not None:
+                    self.add(decode_sync(r.value))
+            self.records_read += len(records)
+
+        await reader.catch_up_each(handle, timeout)
         self.ready = True
