@@ -152,6 +152,8 @@ class Demo:
                 ],
                 stdout=log,
                 stderr=subprocess.STDOUT,
+                # a terminal's Ctrl-C reaches the demo only; it stops the mirrors in order
+                start_new_session=True,
             )
         self.metrics[dc] = f"http://127.0.0.1:{port}"
         pid = self.mirrors[dc].pid
