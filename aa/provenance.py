@@ -46,6 +46,10 @@ DC_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,31}$")
 (the default prefix separator), ``,`` (the path separator) or ``/`` (the src separator)."""
 
 Headers = Sequence[tuple[str, bytes]]
+MAX_PATH_BYTES = 4096
+"""Longest ``aa-path`` believed (128 hops of the longest DC names); longer is not a mirror's."""
+MAX_SRC_BYTES = 512
+"""Longest ``aa-src`` believed (a DC name, a 249-character topic and two integers fit)."""
 _DIGITS = re.compile(r"[0-9]{1,19}\Z")
 
 
@@ -141,9 +145,14 @@ class Provenance:
 LOCAL = Provenance(None, (), None)
 
 
+_MAX_BYTES = {ORIGIN: 32, PATH: MAX_PATH_BYTES, SRC: MAX_SRC_BYTES}
+
+
 def _text(name: str, raw: bytes | None) -> str:
     if raw is None:
         raise ProvenanceError(f"header {name} has no value")
+    if len(raw) > _MAX_BYTES.get(name, MAX_PATH_BYTES):
+        raise ProvenanceError(f"header {name} is {len(raw)} bytes, more than a mirror writes")
     try:
         return bytes(raw).decode("utf-8")
     except UnicodeDecodeError:

@@ -59,9 +59,10 @@ _CLIENT_KEYS = (
 )
 
 
-def parse_properties(text: str) -> dict[str, str]:
+def parse_properties(text: str, file: str = "<string>") -> dict[str, str]:
     """Java ``.properties`` syntax: ``#``/``!`` comments, ``=``/``:``/space separators,
-    backslash line continuations and escapes. Later keys win, as in Java."""
+    backslash line continuations and escapes. Later keys win, as in Java; a malformed
+    ``\\uXXXX`` escape is an error, as in Java."""
     out: dict[str, str] = {}
     lines = text.splitlines()
     i = 0
@@ -74,7 +75,13 @@ def parse_properties(text: str) -> dict[str, str]:
             line = line[:-1] + lines[i].lstrip()
             i += 1
         key, value = _split(line)
-        out[_unescape(key)] = _unescape(value)
+        try:
+            out[_unescape(key)] = _unescape(value)
+        except ValueError:
+            raise ConfigError(
+                f"{file}: line {i}: malformed \\uXXXX escape in {line[:80]!r}; write four hex "
+                "digits after \\u, or \\\\ for a backslash"
+            ) from None
     return out
 
 
@@ -124,7 +131,7 @@ def _bool(props: dict[str, str], key: str, file: str) -> bool | None:
 
 def read_mm2(text: str, file: str = "<string>") -> Topology:
     """Build the topology an MM2 dedicated-mode properties file describes."""
-    props = parse_properties(text)
+    props = parse_properties(text, file)
     used: set[str] = set()
 
     def take(key: str) -> str | None:
@@ -424,4 +431,9 @@ def load_mm2(path: str | Path) -> Topology:
         text = p.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"{p}: cannot read the config file: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"{p}: the config file is not UTF-8 (byte {exc.start}); save it as UTF-8 "
+            "(non-ASCII characters may also be written as \\uXXXX)"
+        ) from None
     return read_mm2(text, str(p))

@@ -41,6 +41,8 @@ from aa.mirror.types import Headers, Route, Skip
 from aa.policy.routes import RouteTable
 from aa.policy.selection import TopicDecision, TopicSelector
 from aa.provenance import (
+    MAX_PATH_BYTES,
+    MAX_SRC_BYTES,
     ORIGIN,
     PATH,
     PREFIX,
@@ -170,6 +172,8 @@ class FlowRouter:
                 has_src, src = True, value
         if repeated or origin is None or path is None or src is None:
             return self._local(topic, partition, offset, headers)  # not a mirror's copy
+        if len(origin) > 32 or len(path) > MAX_PATH_BYTES or len(src) > MAX_SRC_BYTES:
+            return self._local(topic, partition, offset, headers)  # oversized: never cached
         src_at, slash, src_offset = src.rpartition(b"/")
         if not slash or not src_offset.isdigit() or len(src_offset) > 19:
             return self._local(topic, partition, offset, headers)
