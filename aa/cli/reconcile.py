@@ -15,7 +15,7 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "reconcile",
         help="find missing, duplicated, looped and divergent data across DCs (PySpark)",
-        description=__doc__,
+        description=__doc__.split("\n\n")[0].replace("``", "`"),
     )
     # Lazy import (the accepted exception to the dependency rule): options only, no PySpark.
     from spark_reconcile.options import add_arguments
