@@ -1,0 +1,46 @@
+"""Hostile record contents on real brokers (issue 11 section 4): non-UTF-8 keys and header
+values, zero-length and null values, and a value near the broker's default size limit are
+copied byte for byte — the mirror never interprets keys or values."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from aa.config import read_yaml
+from aa.mirror.build import build_flows
+from tests.conftest import DcCluster
+from tests.helpers.kafka import Rec, consume_all, create_topic, produce
+from tests.helpers.mirror import running_flow
+
+pytestmark = pytest.mark.integration
+
+NEAR_LIMIT = 1_000_000
+"""Bytes of the largest value: under the default max.message.bytes (1048588) with its batch."""
+
+
+async def test_odd_keys_and_values_are_copied_byte_for_byte(
+    dc_clusters: dict[str, DcCluster], unique_name: Callable[[str], str]
+) -> None:
+    sf, nyc = dc_clusters["SF"].bootstrap, dc_clusters["NYC"].bootstrap
+    topic = await create_topic(sf, unique_name("odd"), partitions=1)
+    sent = [
+        Rec(b"\xff\xfe\x00k", b"\x80\x81", [("app", b"\xff")], partition=0),  # not UTF-8
+        Rec(b"", b"", partition=0),  # zero-length key and value
+        Rec(b"tombstone", None, partition=0),  # null value
+        Rec(None, b"no key", partition=0),  # null key
+        Rec(b"big", bytes(range(256)) * (NEAR_LIMIT // 256), partition=0),
+    ]
+    await produce(sf, topic, sent, max_request_size=2 * NEAR_LIMIT)
+    t = read_yaml(
+        f"datacenters:\n  SF: {{bootstrap: '{sf}'}}\n  NYC: {{bootstrap: '{nyc}'}}\n"
+        f"flows: [SF->NYC]\ntopics: ['{topic}']\noffset_sync: {{enabled: false}}\n"
+        "heartbeats: {enabled: false}\ncheckpoints: {enabled: false}\n"
+    )
+    [(settings, router)] = build_flows(t, t.inbound("NYC"))
+    async with running_flow(settings, router) as (_flow, task):
+        got = await consume_all(nyc, topic, count=len(sent), timeout=90, settle=0.5)
+        assert not task.done()
+    assert [(r.key, r.value) for r in got] == [(s.key, s.value) for s in sent]
+    assert ("app", b"\xff") in list(got[0].headers)
