@@ -7,7 +7,9 @@ the target acknowledged everything before them (a crash re-copies: duplicates, n
 offsets they advance in one transaction on the target. The flow calls the hooks in this order:
 ``start`` once; per fetched batch ``admit`` → ``before_forward`` → (forward, queue) →
 ``after_forward``; the commit loop calls ``commit(final=False)`` now and then and
-``commit(final=True)`` when the flow drains (stop, rebalance, malformed record).
+``commit(final=True)`` when the flow drains (stop, rebalance, malformed record), and ``abort``
+when the flow fails. Record counts are published when the delivery says the copies are durable:
+on acknowledgement (at-least-once) or on commit (exactly-once; aborted copies are not counted).
 """
 
 from __future__ import annotations
@@ -24,6 +26,9 @@ Batch = dict[TopicPartition, list[Any]]
 
 
 class Delivery(Protocol):
+    transactional: bool
+    """Copies count once committed (``flow.publish_counts``), not once acknowledged."""
+
     def group_id(self) -> str | None:
         """The source consumer group (``None``: no group, every partition assigned here)."""
         ...
@@ -42,9 +47,15 @@ class Delivery(Protocol):
 
     async def commit(self, flow: MirrorFlow, *, final: bool) -> None: ...
 
+    async def abort(self, flow: MirrorFlow) -> None:
+        """The flow failed: undo what is not durable yet (never raises)."""
+        ...
+
 
 class AtLeastOnce:
     """Commit settled source offsets to the flow's group on the source (the default)."""
+
+    transactional = False
 
     def __init__(self, settings: FlowSettings) -> None:
         self._settings = settings
@@ -69,6 +80,9 @@ class AtLeastOnce:
 
     async def commit(self, flow: MirrorFlow, *, final: bool) -> None:
         await flow.commit_to_source_group()
+
+    async def abort(self, flow: MirrorFlow) -> None:
+        return None  # nothing to undo: uncommitted source offsets are simply re-copied
 
 
 def delivery_for(settings: FlowSettings) -> Delivery:

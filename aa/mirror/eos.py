@@ -12,6 +12,7 @@ the target read with ``isolation_level="read_committed"``.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
@@ -21,6 +22,8 @@ from aiokafka import TopicPartition
 from aiokafka.errors import KafkaError, ProducerFenced
 
 from aa.mirror.delivery import Batch
+from aa.mirror.errors import FlowError
+from aa.offsets.groups import group_offsets
 from aa.offsets.writer import COMPACTED_INTERNAL_CONFIGS, ensure_internal_topic
 from aa.tail import TopicReader
 
@@ -85,7 +88,15 @@ async def stored_offsets(settings: FlowSettings) -> dict[TopicPartition, int]:
 
 
 class ExactlyOnce:
-    """One transactional producer per flow; commits every ``commit_interval_s``."""
+    """One transactional producer per flow; commits every ``commit_interval_s``.
+
+    A transaction commits only after every write in it (copies, offset syncs, the source
+    offsets) was acknowledged; any failure aborts it, so ``read_committed`` consumers never wait
+    for it to time out. A fenced producer stops the flow for good (not retriable), so that two
+    processes of one flow do not fence each other in turn forever.
+    """
+
+    transactional = True
 
     def __init__(self, settings: FlowSettings) -> None:
         self._settings = settings
@@ -112,8 +123,18 @@ class ExactlyOnce:
         # so the offsets read below are final.
         await self._guard(flow, flow.producer.begin_transaction())
         self._open, self._dirty = True, False
-        self._next = await stored_offsets(s)
-        flow.log.info("eos_resumed", partitions=len(self._next), topic=s.eos_offsets_topic)
+        stored = await stored_offsets(s)
+        # A flow switched from at-least-once starts where its source group left off, not at the
+        # beginning: the group only ever commits acknowledged copies, so the larger of the two
+        # is never ahead of the copy.
+        group = await group_offsets(s.source_client, s.group_id)
+        self._next = {tp: max(stored.get(tp, 0), group.get(tp, 0)) for tp in {*stored, *group}}
+        flow.log.info(
+            "eos_resumed",
+            partitions=len(self._next),
+            topic=s.eos_offsets_topic,
+            from_group=sum(1 for tp, o in group.items() if o > stored.get(tp, -1)),
+        )
 
     def admit(self, flow: MirrorFlow, batch: Batch) -> Batch:
         out: Batch = {}
@@ -146,31 +167,76 @@ class ExactlyOnce:
             return
         producer = flow.producer
         topic = self._settings.eos_offsets_topic
+        sends = []
         for tp, offset in ready.items():
             value = orjson.dumps({"offset": offset, "ts": int(time.time() * 1000)})
-            await self._guard(flow, producer.send(topic, value, offset_key(tp)))
+            sends.append(await self._guard(flow, producer.send(topic, value, offset_key(tp))))
+        # Every write of the transaction must be acknowledged before it commits: aiokafka
+        # commits a transaction even when one of its sends failed.
+        results = await asyncio.gather(*sends, return_exceptions=True)
+        failed = next((r for r in results if isinstance(r, BaseException)), None)
+        if failed is not None:
+            raise self._refused(f"the source offsets to {topic}", failed)
+        await self._guard(flow, producer.flush())
+        if flow.syncs is not None and flow.syncs.failed:
+            raise FlowError(
+                f"{self._settings.name}: writing offset syncs to {flow.syncs.topic} in "
+                f"{self._settings.target} failed inside a transaction; it is aborted",
+                kind="offset-sync",
+                retriable=True,
+            )
         await self._guard(flow, producer.commit_transaction())
+        flow.publish_counts()
         self.transactions += 1
         self._last = time.monotonic()
         await self._guard(flow, producer.begin_transaction())
         self._dirty = False
 
-    async def _guard(self, flow: MirrorFlow, call: Any) -> Any:
-        from aa.mirror.flow import FlowError
+    async def abort(self, flow: MirrorFlow) -> None:
+        """End the open transaction after a failure, so readers of the target are not held up
+        until it times out (a fenced producer cannot: its successor aborted it already)."""
+        flow.discard_counts()
+        if not self._open:
+            return
+        self._open = False
+        try:
+            await asyncio.wait_for(flow.producer.abort_transaction(), 30)
+        except (KafkaError, AssertionError, TimeoutError) as exc:
+            # aiokafka asserts on an abort from a fatal state; the broker then aborts the
+            # transaction itself after transaction_timeout_ms.
+            flow.log.warning("eos_abort_failed", error=repr(exc))
+        else:
+            flow.log.info("eos_aborted")
 
+    def _refused(self, what: str, exc: BaseException) -> FlowError:
+        if isinstance(exc, ProducerFenced):
+            return self.fenced(exc)
+        retriable = bool(getattr(exc, "retriable", False))
+        return FlowError(
+            f"{self._settings.name}: {self._settings.target} refused {what} ({exc!r}); the "
+            "transaction is aborted"
+            + ("" if retriable else ", and the flow stops: a retry would be refused again"),
+            kind="transaction",
+            retriable=retriable,
+        )
+
+    def fenced(self, exc: BaseException) -> FlowError:
+        self._open = False
+        return FlowError(
+            f"{self._settings.name}: another process took over this exactly-once flow "
+            f"(transactional id {self._settings.transactional_id}) and fenced this one; this "
+            "one stops for good so that the two do not fence each other in turn; run one "
+            "process per flow in exactly-once mode",
+            kind="fenced",
+            retriable=False,
+        )
+
+    async def _guard(self, flow: MirrorFlow, call: Any) -> Any:
         try:
             return await call
         except ProducerFenced as exc:
-            self._open = False
-            raise FlowError(
-                f"{self._settings.name}: another process runs this flow in exactly-once mode "
-                f"(transactional id {self._settings.transactional_id}) and fenced this one; "
-                "run one process per flow in exactly-once mode",
-                kind="fenced",
-                retriable=False,
-            ) from exc
+            raise self.fenced(exc) from exc
         except KafkaError as exc:
-            self._open = False
             raise FlowError(
                 f"{self._settings.name}: transaction on {self._settings.target} failed: {exc!r}",
                 kind="transaction",

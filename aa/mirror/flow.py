@@ -21,13 +21,25 @@ from typing import Any
 
 import orjson
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener, TopicPartition
-from aiokafka.errors import CommitFailedError, IllegalStateError, MessageSizeTooLargeError
+from aiokafka.errors import (
+    CommitFailedError,
+    CorruptRecordException,
+    IllegalStateError,
+    InvalidTimestampError,
+    MessageSizeTooLargeError,
+    ProducerFenced,
+    RecordListTooLargeError,
+    UnknownError,
+)
 from aiokafka.partitioner import murmur2
+from aiokafka.producer.message_accumulator import BatchBuilder
 
 from aa.admin import ClusterAdmin
-from aa.errors import AaError
 from aa.logs import get_logger
 from aa.mirror.delivery import Delivery, delivery_for
+from aa.mirror.eos import ExactlyOnce
+from aa.mirror.errors import FlowError as FlowError  # re-exported: callers import it here
+from aa.mirror.limits import TargetLimits, record_size, target_limits
 from aa.mirror.settings import FlowSettings
 from aa.mirror.topics import TopicSync
 from aa.mirror.types import Malformed, Router, Skip
@@ -36,14 +48,22 @@ from aa.offsets.writer import OffsetSyncWriter, ensure_internal_topic
 from aa.provenance import MIRRORED_AT, SRC
 
 DEAD_LETTER_REASON = "aa-dlq-reason"
-RECORD_BATCH_OVERHEAD = 256
-"""Bytes a record batch and record framing add around key, value and headers (generous)."""
+REFUSED = {
+    "malformed-headers": "malformed provenance headers",
+    "record-too-large": "a record the target refuses as too large",
+    "invalid-record": "a record the target refuses as invalid",
+    "invalid-timestamp": "a record whose timestamp the target refuses",
+}
+"""What each kind of refused record is called in the message that stops a flow."""
 
-
-def _failed(exc: BaseException) -> asyncio.Future[Any]:
-    fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-    fut.set_exception(exc)
-    return fut
+BROKER_REFUSALS: dict[type[BaseException], str] = {
+    MessageSizeTooLargeError: "record-too-large",
+    RecordListTooLargeError: "record-too-large",
+    CorruptRecordException: "invalid-record",
+    InvalidTimestampError: "invalid-timestamp",
+    UnknownError: "invalid-record",  # INVALID_RECORD (87) has no aiokafka class
+}
+"""Produce errors that no retry fixes (the broker refused records), by refusal kind."""
 
 
 _round_robin = itertools.count()
@@ -54,23 +74,6 @@ def _partition_for(key: bytes | None, partitions: int) -> int:
     if key is None:
         return next(_round_robin) % partitions
     return int(murmur2(key) & 0x7FFFFFFF) % partitions
-
-
-def _size(record: Any) -> int:
-    return (
-        len(record.key or b"")
-        + len(record.value or b"")
-        + sum(len(k) + len(v or b"") for k, v in record.headers or ())
-    )
-
-
-class FlowError(AaError):
-    """The flow cannot go on; ``retriable`` says whether a restart may help."""
-
-    def __init__(self, message: str, *, kind: str, retriable: bool) -> None:
-        super().__init__(message)
-        self.kind = kind
-        self.retriable = retriable
 
 
 def _first_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
@@ -105,7 +108,7 @@ class _OnRevoke(ConsumerRebalanceListener):  # type: ignore[misc]  # aiokafka is
         self._flow = flow
 
     async def on_partitions_revoked(self, revoked: Any) -> None:
-        await self._flow.drain()
+        await self._flow.on_revoke(set(revoked))
         if self._flow.syncs is not None:  # a later assignment starts a new run
             await self._flow.syncs.revoked(revoked)
 
@@ -140,6 +143,20 @@ class MirrorFlow:
         self.copied_total = 0
         self.topic_sync_error: str | None = None
         """The last periodic topic sync's error (``None`` once one succeeds); in /healthz."""
+        self._uncounted: list[Pending] = []
+        """Settled copies not counted yet (exactly-once: until their transaction commits)."""
+        self._limits: dict[str, TargetLimits] = {}
+        """Per target topic, what it refuses (read when first seen, refreshed by topic sync)."""
+        self._queued: dict[TopicPartition, int] = {}
+        """Per source partition, the offset the last queued pending advances it to."""
+        self._routing = asyncio.Lock()
+        """Held while a fetched batch is routed and queued; a revoke waits for it."""
+        self._generation = 0
+        """Revokes so far: a batch fetched before one is dropped, never produced after it."""
+        self._keep_partitions: dict[str, bool] = {}
+        """Per target topic: records keep their source partition (else: by key hash)."""
+        self._lacking: set[tuple[str, int]] = set()
+        """(target topic, partition) the target lacked after an immediate topic sync."""
 
     async def run(self, stop: asyncio.Event) -> None:
         s = self.settings
@@ -206,6 +223,7 @@ class MirrorFlow:
                     await self._fetch_loop(stop)
                     await self._queue.put(None)
             except BaseExceptionGroup as group:
+                await self.delivery.abort(self)
                 raise _first_error(group) from None
             finally:
                 self.metrics.up.labels(**self._labels).set(0)
@@ -216,21 +234,59 @@ class MirrorFlow:
     async def _fetch_loop(self, stop: asyncio.Event) -> None:
         assert self._consumer is not None
         while not stop.is_set():
+            generation = self._generation
             batch = await self._consumer.getmany(
                 timeout_ms=200, max_records=self.settings.max_poll_records
             )
-            if batch:
-                batch = self.delivery.admit(self, batch)
-            if not batch:
-                await self.delivery.after_forward(self)  # idle: commit what is open
-                continue
-            await self.delivery.before_forward()
-            pending = await self._forward(batch)
-            await self._queue.put(pending)
-            if pending.malformed is not None:
-                await self.drain()
-                raise pending.malformed
-            await self.delivery.after_forward(self)
+            async with self._routing:
+                if generation != self._generation:
+                    # Fetched before a revoke: not routed. Partitions still ours are fetched
+                    # again from here; the others, by their new owner from the commit.
+                    assigned = self._consumer.assignment()
+                    for tp, records in batch.items():
+                        if tp in assigned:
+                            self._consumer.seek(tp, records[0].offset)
+                    continue
+                if batch:
+                    batch = self.delivery.admit(self, batch)
+                if not batch:
+                    moved = await self._moved_positions()
+                    if moved:
+                        await self.delivery.before_forward()
+                        await self._queue.put(Pending(offsets=moved))
+                        self._queued.update(moved)
+                else:
+                    await self.delivery.before_forward()
+                    pending = await self._forward(batch)
+                    await self._queue.put(pending)
+                    self._queued.update(pending.offsets)
+                    if pending.malformed is not None:
+                        await self.drain()
+                        raise pending.malformed
+            await self.delivery.after_forward(self)  # idle or not: commit what is due
+
+    async def on_revoke(self, revoked: set[TopicPartition]) -> None:
+        """Partitions are being revoked: finish routing the batch in hand (it is produced and
+        committed before the revoke completes, never after), then drain and commit."""
+        async with self._routing:
+            if revoked:
+                self._generation += 1
+            await self.drain()
+
+    async def _moved_positions(self) -> dict[TopicPartition, int]:
+        """Positions that moved with no record returned: past transaction markers and aborted
+        records of a transactional source. Committing them lets lag reach 0 there; it is never
+        ahead, as every record before a position was returned and queued."""
+        assert self._consumer is not None
+        moved = {}
+        for tp in self._consumer.assignment():
+            if self._consumer.highwater(tp) is None:
+                continue  # not fetched yet: no position worth committing
+            position = await self._consumer.position(tp)
+            if position > self._queued.get(tp, -1):
+                moved[tp] = position
+                self._set_lag(tp, position)
+        return moved
 
     async def _forward(self, batch: dict[TopicPartition, list[Any]]) -> Pending:
         """Route a fetched batch and hand it to the producer as whole record batches.
@@ -239,9 +295,10 @@ class MirrorFlow:
         ``send``): the per-record work is the routing decision and one ``append``.
         """
         assert self._producer is not None
-        s, router = self.settings, self.router
+        router = self.router
         pending = Pending()
-        stamp = [(MIRRORED_AT, str(int(time.time() * 1000)).encode())]
+        now_ms = int(time.time() * 1000)
+        stamp = [(MIRRORED_AT, str(now_ms).encode())]
         skipped: Counter[tuple[str, str]] = Counter()
         for tp, records in batch.items():
             if self.syncs is not None:
@@ -251,29 +308,26 @@ class MirrorFlow:
                 skipped[(tp.topic, "not-routed")] += len(records)
                 pending.offsets[tp] = records[-1].offset + 1
                 continue
-            parts = self._topics.partitions.get(target, 0) if self._topics else 0
-            # Keep partitions only when the target has them all; otherwise every record goes by
-            # key hash, so that one key never lands in two partitions.
-            assert self._consumer is not None
-            same_partition = parts >= len(self._consumer.partitions_for_topic(tp.topic) or ())
+            parts, same_partition = await self._placement(tp, target)
             if not same_partition and self.syncs is not None:
                 await self.syncs.repartitioned(tp, target, records)  # translation refuses
-            limit = self._size_limit(target)
+            limits = self._limits.get(target)
             open_batches: dict[int, tuple[Any, list[Any]]] = {}
             nbytes = forwarded = 0
             routes = router.route_batch(tp.topic, tp.partition, records)
             for r, route in zip(records, routes, strict=True):
                 if type(route) is list:
-                    if limit and _size(r) > limit:
+                    refused = limits.refusal(r, now_ms) if limits is not None else None
+                    if refused is not None:
                         # The broker would refuse the whole batch holding it, and aiokafka's
                         # idempotent producer does not recover from that: refuse it here.
-                        exc = MessageSizeTooLargeError(f"{_size(r)} bytes > {limit}")
-                        pending.sends.append((_failed(exc), [r], target))
+                        if await self._refuse(pending, tp, r, refused.kind, refused.detail):
+                            break
                         continue
                     p = tp.partition if same_partition else _partition_for(r.key, parts)
                     slot = open_batches.get(p)
                     if slot is None:
-                        slot = open_batches[p] = (self._producer.create_batch(), [])
+                        slot = open_batches[p] = (self._new_batch(limits), [])
                     headers = route + stamp
                     if (
                         slot[0].append(
@@ -282,43 +336,25 @@ class MirrorFlow:
                         is None
                     ):
                         await self._submit(slot, target, p, pending)
-                        slot = open_batches[p] = (self._producer.create_batch(), [])
-                        if (
-                            slot[0].append(
-                                timestamp=r.timestamp, key=r.key, value=r.value, headers=headers
-                            )
-                            is None
-                        ):
-                            exc = MessageSizeTooLargeError("larger than the producer batch size")
-                            pending.sends.append((_failed(exc), [r], target))
-                            continue
+                        slot = open_batches[p] = (self._new_batch(limits), [])
+                        # an empty batch takes any record; the size was checked above
+                        slot[0].append(
+                            timestamp=r.timestamp, key=r.key, value=r.value, headers=headers
+                        )
                     slot[1].append(r)
                     nbytes += len(r.value or b"") + len(r.key or b"")
                     forwarded += 1
                 elif isinstance(route, Skip):
                     skipped[(tp.topic, route.reason)] += 1
-                elif isinstance(route, Malformed):
-                    if s.on_error == "fail":
-                        pending.offsets[tp] = r.offset  # commit up to, not past, the bad one
-                        pending.malformed = FlowError(
-                            f"{s.name}: malformed provenance headers in {tp.topic}/"
-                            f"{tp.partition}@{r.offset}: {route.error}; the flow stops before "
-                            "this record (set on_error: dead-letter to route such records to "
-                            f"{s.dead_letter_topic} in {s.target})",
-                            kind="malformed-headers",
-                            retriable=False,
-                        )
-                        break
-                    fut = await self._dead_letter(r, tp, f"malformed-headers: {route.error}")
-                    pending.sends.append((fut, [r], s.dead_letter_topic))
-                    self.metrics.dead_lettered.labels(
-                        **self._labels, topic=tp.topic, reason="malformed-headers"
-                    ).inc()
+                elif isinstance(route, Malformed) and await self._refuse(
+                    pending, tp, r, "malformed-headers", route.error
+                ):
+                    break
             for p, slot in open_batches.items():
                 if slot[1]:
                     await self._submit(slot, target, p, pending)
             if pending.malformed is not None:
-                break  # malformed with on_error=fail: nothing after it in this batch
+                break  # refused with on_error=fail: nothing after it in this batch
             pending.offsets[tp] = records[-1].offset + 1
             pending.copied[tp.topic] += forwarded
             pending.bytes[tp.topic] += nbytes
@@ -336,6 +372,88 @@ class MirrorFlow:
         fut = await self._producer.send_batch(builder, target, partition=partition)
         pending.sends.append((fut, held, target))
 
+    async def _refuse(
+        self, pending: Pending, tp: TopicPartition, record: Any, kind: str, detail: str
+    ) -> bool:
+        """A record the target must not get: dead-letter it, or (``on_error: fail``) stop the
+        flow before it. Returns whether the flow stops."""
+        s = self.settings
+        self.metrics.errors.labels(**self._labels, kind=kind).inc()
+        if s.on_error == "fail":
+            pending.offsets[tp] = record.offset  # commit up to, not past, the refused one
+            what = REFUSED.get(kind, "a record the target refuses")
+            pending.malformed = FlowError(
+                f"{s.name}: {what} in {tp.topic}/{tp.partition}@{record.offset}: {detail}; the "
+                "flow stops before this record (fix the target topic's config, or set "
+                f"on_error: dead-letter to route such records to {s.dead_letter_topic} in "
+                f"{s.target})",
+                kind=kind,
+                retriable=False,
+            )
+            return True
+        fut = await self._dead_letter(
+            record,
+            tp,
+            f"{kind}: {detail}",
+            keep_value=kind != "record-too-large",
+            keep_timestamp=kind != "invalid-timestamp",
+        )
+        pending.sends.append((fut, [record], s.dead_letter_topic))
+        self.metrics.dead_lettered.labels(**self._labels, topic=tp.topic, reason=kind).inc()
+        return False
+
+    def _new_batch(self, limits: TargetLimits | None) -> Any:
+        """A batch builder no larger than the target topic takes (its max.message.bytes)."""
+        assert self._producer is not None
+        cap = limits.batch_cap if limits is not None else None
+        if cap is None or cap >= self.settings.batch_size:
+            return self._producer.create_batch()
+        compression = self.settings.compression
+        # aiokafka's own codec table (the producer's compression, on a smaller batch)
+        codec = AIOKafkaProducer._COMPRESSORS[compression][1] if compression else 0
+        return BatchBuilder(cap, codec, is_transactional=self.delivery.transactional)
+
+    async def _placement(self, tp: TopicPartition, target: str) -> tuple[int, bool]:
+        """The target's partition count, and whether ``tp``'s records keep their partition.
+
+        Decided once per target topic, when first seen: keep partitions when the target has at
+        least the source's, otherwise every record goes by key hash (one key never lands in two
+        partitions). When the source grows later, a partition the target lacks triggers a topic
+        sync right away, so no record of an existing partition ever changes target partition
+        while topic sync catches up; only if the target still lacks it do its records go by
+        key hash (with a warning).
+        """
+        assert self._consumer is not None
+        assert self._producer is not None
+        parts = self._topics.partitions.get(target, 0) if self._topics else 0
+        keep = self._keep_partitions.get(target)
+        if keep is None:
+            source_parts = len(self._consumer.partitions_for_topic(tp.topic) or ())
+            keep = self._keep_partitions[target] = parts >= source_parts
+        if keep and tp.partition >= parts and (target, tp.partition) not in self._lacking:
+            parts = await self._grow_target(tp, target)
+        return parts, keep and tp.partition < parts
+
+    async def _grow_target(self, tp: TopicPartition, target: str) -> int:
+        """Topic sync now for a source partition the target lacks; the target's count after."""
+        assert self._producer is not None
+        assert self._topics is not None
+        if self.settings.topic_sync:
+            await self._topics.sync(only=tp.topic)
+        await self._producer.client.force_metadata_update()
+        parts = len(await self._producer.partitions_for(target))
+        self._topics.partitions[target] = parts
+        if tp.partition >= parts:
+            self._lacking.add((target, tp.partition))  # tried once; periodic syncs go on
+            self.log.warning(
+                "target_lacks_partition",
+                topic=target,
+                partition=tp.partition,
+                target_partitions=parts,
+                detail="its records go by key hash until the target has the partition",
+            )
+        return parts
+
     async def _target_topic(self, source_topic: str) -> str | None:
         target = self.router.target_topic(source_topic)
         if (
@@ -349,14 +467,10 @@ class MirrorFlow:
                 assert self._producer is not None
                 parts = await self._producer.partitions_for(target)
                 self._topics.partitions[target] = len(parts)
+        if target is not None and target not in self._limits and self.target_admin is not None:
+            found = await target_limits(self.target_admin, [target])
+            self._limits[target] = found.get(target, TargetLimits(target))
         return target
-
-    def _size_limit(self, target: str) -> int | None:
-        """Records above this are dead-lettered without sending (dead-letter mode only)."""
-        if self.settings.on_error != "dead-letter" or self._topics is None:
-            return None
-        limit = self._topics.max_message_bytes.get(target)
-        return None if limit is None else limit - RECORD_BATCH_OVERHEAD
 
     def _set_lag(self, tp: TopicPartition, next_offset: int) -> None:
         assert self._consumer is not None
@@ -367,7 +481,13 @@ class MirrorFlow:
             ).set(max(0, high - next_offset))
 
     async def _dead_letter(
-        self, record: Any, tp: TopicPartition, reason: str, *, keep_value: bool = True
+        self,
+        record: Any,
+        tp: TopicPartition,
+        reason: str,
+        *,
+        keep_value: bool = True,
+        keep_timestamp: bool = True,
     ) -> asyncio.Future[Any]:
         assert self._producer is not None
         ref = f"{self.settings.source}/{tp.topic}/{tp.partition}/{record.offset}"
@@ -378,9 +498,11 @@ class MirrorFlow:
         ]
         key, value = record.key, record.value
         if not keep_value:  # a reference, so the dead-letter record itself fits
-            value = orjson.dumps({"src": ref, "reason": reason, "bytes": _size(record)})
+            value = orjson.dumps({"src": ref, "reason": reason, "bytes": record_size(record)})
+        # a refused timestamp would be refused again: the dead letter gets the current time
+        ts = record.timestamp if keep_timestamp else None
         fut: asyncio.Future[Any] = await self._producer.send(
-            self.settings.dead_letter_topic, value, key, None, record.timestamp, headers
+            self.settings.dead_letter_topic, value, key, None, ts, headers
         )
         self.log.warning("dead_lettered", src=ref, reason=reason)
         return fut
@@ -414,18 +536,31 @@ class MirrorFlow:
         for (_, held, target), result in zip(pending.sends, results, strict=True):
             if isinstance(result, BaseException):
                 for record in held:
-                    await self._refused(record, target, result)
+                    await self._refused(record, target, result, alone=len(held) == 1)
             elif self.syncs is not None and held:
                 await self._write_syncs(held, target, result)
+        self._uncounted.append(pending)
+        if not self.delivery.transactional:
+            self.publish_counts()
+
+    def publish_counts(self) -> None:
+        """Count the settled copies as replicated (exactly-once: once their transaction
+        committed; see :meth:`discard_counts`)."""
         now = time.time()
         hist = self.metrics.latency.labels(**self._labels)
-        for ts in pending.timestamps:
-            hist.observe(max(0.0, now - ts / 1000))
-        for topic, n in pending.copied.items():
-            if n:
-                self.metrics.records.labels(**self._labels, topic=topic).inc(n)
-                self.metrics.bytes.labels(**self._labels, topic=topic).inc(pending.bytes[topic])
-                self.copied_total += n
+        for pending in self._uncounted:
+            for ts in pending.timestamps:
+                hist.observe(max(0.0, now - ts / 1000))
+            for topic, n in pending.copied.items():
+                if n:
+                    self.metrics.records.labels(**self._labels, topic=topic).inc(n)
+                    self.metrics.bytes.labels(**self._labels, topic=topic).inc(pending.bytes[topic])
+                    self.copied_total += n
+        self._uncounted.clear()
+
+    def discard_counts(self) -> None:
+        """The settled copies were aborted: they never count."""
+        self._uncounted.clear()
 
     async def _write_syncs(self, held: list[Any], target: str, meta: Any) -> None:
         """Offset syncs for a batch that kept its partition (not for dead letters or
@@ -443,37 +578,41 @@ class MirrorFlow:
             )
         await self.syncs.copied(tp, target, held, meta.offset)
 
-    async def _refused(self, record: Any, target: str, exc: BaseException) -> None:
+    async def _refused(self, record: Any, target: str, exc: BaseException, *, alone: bool) -> None:
+        """The target refused a batch holding ``record`` (``alone``: the only one in it)."""
         s = self.settings
         where = f"{record.topic}/{record.partition}@{record.offset}"
-        if isinstance(exc, MessageSizeTooLargeError):
-            self.metrics.errors.labels(**self._labels, kind="record-too-large").inc()
-            if s.on_error == "dead-letter" and target != s.dead_letter_topic:
-                tp = TopicPartition(record.topic, record.partition)
-                size = len(record.value or b"") + len(record.key or b"")
-                fut = await self._dead_letter(
-                    record,
-                    tp,
-                    f"record-too-large: {size} bytes refused by {target}",
-                    keep_value=False,
-                )
-                await fut
-                self.metrics.dead_lettered.labels(
-                    **self._labels, topic=record.topic, reason="record-too-large"
-                ).inc()
-                return
+        if isinstance(exc, ProducerFenced) and isinstance(self.delivery, ExactlyOnce):
+            raise self.delivery.fenced(exc) from exc
+        kind = BROKER_REFUSALS.get(type(exc))
+        if kind is None:
+            self.metrics.errors.labels(**self._labels, kind=type(exc).__name__).inc()
             raise FlowError(
-                f"{s.name}: {s.target} refused {where} ({exc}): the record is larger than "
-                f"{target}'s max.message.bytes; raise it on the target topic, or set "
-                "on_error: dead-letter to record a reference and go on",
-                kind="record-too-large",
-                retriable=False,
+                f"{s.name}: producing {where} to {s.target}/{target} failed: {exc!r}",
+                kind=type(exc).__name__,
+                retriable=True,
             ) from exc
-        self.metrics.errors.labels(**self._labels, kind=type(exc).__name__).inc()
+        self.metrics.errors.labels(**self._labels, kind=kind).inc()
+        if s.on_error == "dead-letter" and target != s.dead_letter_topic and alone:
+            tp = TopicPartition(record.topic, record.partition)
+            reason = f"{kind}: refused by {target} ({type(exc).__name__})"
+            fut = await self._dead_letter(
+                record,
+                tp,
+                reason,
+                keep_value=kind != "record-too-large",
+                keep_timestamp=kind != "invalid-timestamp",
+            )
+            await fut
+            self.metrics.dead_lettered.labels(**self._labels, topic=record.topic, reason=kind).inc()
+            return
+        # A restart would send the same records and be refused again: stop for good.
         raise FlowError(
-            f"{s.name}: producing {where} to {s.target}/{target} failed: {exc!r}",
-            kind=type(exc).__name__,
-            retriable=True,
+            f"{s.name}: {s.target}/{target} refused the batch holding {where} ({exc!r}); no "
+            "retry can fix this, so the flow stops before it; fix the target topic's config "
+            "(or, for a single record, set on_error: dead-letter)",
+            kind=kind,
+            retriable=False,
         ) from exc
 
     @property
@@ -530,6 +669,8 @@ class MirrorFlow:
             try:
                 await self._topics.sync()
                 self.topic_sync_error = None
+                if self.target_admin is not None:
+                    self._limits.update(await target_limits(self.target_admin, self._limits))
             except Exception as exc:  # logged and counted: sync is best effort; copying goes on
                 self.topic_sync_error = repr(exc)
                 self.metrics.errors.labels(**self._labels, kind="topic-sync").inc()

@@ -1,0 +1,129 @@
+"""What a target topic refuses for good, checked before a record is sent.
+
+A record the broker refuses fails its whole batch, and aiokafka's idempotent producer does not
+recover from a failed batch (the next one to that partition gets ``OutOfOrderSequenceNumber``).
+So the flow checks each record against the target topic's effective configs first and refuses
+it itself — dead-lettered under ``on_error: dead-letter``, the flow stopped before it under
+``fail`` — and never sends what the target would refuse.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
+
+from aa.admin import ClusterAdmin
+
+RECORD_BATCH_OVERHEAD = 256
+"""Bytes a record batch and record framing add around key, value and headers (generous)."""
+
+
+def record_size(record: Any) -> int:
+    """Key, value and header bytes of a fetched record."""
+    return (
+        len(record.key or b"")
+        + len(record.value or b"")
+        + sum(len(k) + len(v or b"") for k, v in record.headers or ())
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """Why the target would refuse a record: ``kind`` is a metric label and the dead-letter
+    reason's prefix; ``detail`` says what and which config."""
+
+    kind: str
+    detail: str
+
+
+def _int(cfg: Mapping[str, str], *names: str) -> int | None:
+    for name in names:
+        value = cfg.get(name)
+        if value is not None:
+            return int(value)
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class TargetLimits:
+    """The target topic's effective limits (topic configs over broker defaults)."""
+
+    topic: str
+    max_message_bytes: int | None = None
+    compacted: bool = False
+    before_max_ms: int | None = None
+    """CreateTime may be at most this far in the past (``None``: not checked)."""
+    after_max_ms: int | None = None
+    """CreateTime may be at most this far in the future (``None``: not checked)."""
+
+    @classmethod
+    def from_configs(cls, topic: str, cfg: Mapping[str, str]) -> TargetLimits:
+        create_time = cfg.get("message.timestamp.type", "CreateTime") == "CreateTime"
+        # Kafka 3.6+ splits the (removed in 4.0) difference.max.ms into before/after.
+        before = _int(cfg, "message.timestamp.before.max.ms", "message.timestamp.difference.max.ms")
+        after = _int(cfg, "message.timestamp.after.max.ms", "message.timestamp.difference.max.ms")
+        return cls(
+            topic=topic,
+            max_message_bytes=_int(cfg, "max.message.bytes"),
+            compacted="compact" in cfg.get("cleanup.policy", ""),
+            before_max_ms=before if create_time else None,
+            after_max_ms=after if create_time else None,
+        )
+
+    @property
+    def batch_cap(self) -> int | None:
+        """The largest record batch to build for this topic (its ``max.message.bytes``)."""
+        if self.max_message_bytes is None:
+            return None
+        return max(1, self.max_message_bytes - RECORD_BATCH_OVERHEAD)
+
+    def refusal(self, record: Any, now_ms: int) -> Refusal | None:
+        """Why the target would refuse ``record`` whatever the retries, or ``None``."""
+        size = record_size(record)
+        cap = self.batch_cap
+        if cap is not None and size > cap:
+            return Refusal(
+                "record-too-large",
+                f"{size} bytes, larger than {self.topic}'s max.message.bytes "
+                f"{self.max_message_bytes}",
+            )
+        if record.key is None and self.compacted:
+            return Refusal("invalid-record", f"a null key, refused by compacted topic {self.topic}")
+        ts = record.timestamp
+        if ts != -1:  # -1: no timestamp, which brokers accept
+            if self.before_max_ms is not None and now_ms - ts > self.before_max_ms:
+                return Refusal(
+                    "invalid-timestamp",
+                    f"timestamp {ts} is {now_ms - ts} ms old, over {self.topic}'s "
+                    f"message.timestamp.before.max.ms {self.before_max_ms}",
+                )
+            if self.after_max_ms is not None and ts - now_ms > self.after_max_ms:
+                return Refusal(
+                    "invalid-timestamp",
+                    f"timestamp {ts} is {ts - now_ms} ms ahead, over {self.topic}'s "
+                    f"message.timestamp.after.max.ms {self.after_max_ms}",
+                )
+        return None
+
+
+async def target_limits(admin: ClusterAdmin, topics: Iterable[str]) -> dict[str, TargetLimits]:
+    """The effective limits of each existing topic (missing topics are left out)."""
+    names = sorted(set(topics))
+    if not names:
+        return {}
+    resources = [ConfigResource(ConfigResourceType.TOPIC, n) for n in names]
+    out: dict[str, TargetLimits] = {}
+    for resp in await admin.raw.describe_configs(resources):
+        for res in resp.to_object()["resources"]:
+            if res["error_code"] != 0:
+                continue
+            cfg = {
+                e["config_names"]: e["config_value"]
+                for e in res["config_entries"]
+                if e["config_value"] is not None
+            }
+            out[res["resource_name"]] = TargetLimits.from_configs(res["resource_name"], cfg)
+    return out

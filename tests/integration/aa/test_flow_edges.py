@@ -1,0 +1,168 @@
+"""A flow at the edges of its source (issue 10): transactional sources (item 9), partitions
+revoked while a batch is routed (item 11), a source that grows partitions (item 3)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from aiokafka import AIOKafkaProducer
+
+from aa.admin import ClusterAdmin
+from aa.mirror.flow import MirrorFlow
+from aa.mirror.settings import FlowSettings
+from aa.observe.metrics import Metrics
+from aa.offsets.groups import group_state
+from tests.conftest import DcCluster
+from tests.helpers.kafka import (
+    Rec,
+    consume_all,
+    create_topic,
+    eventually,
+    produce,
+    wait_for_partitions,
+)
+from tests.helpers.mirror import OriginOnlyRouter, committed, exact, running_flow
+
+pytestmark = pytest.mark.integration
+
+Names = Callable[[str], str]
+
+
+async def _is(coro: object, want: object) -> bool:
+    return await coro == want  # type: ignore[misc]
+
+
+async def test_transactional_source_commits_past_the_commit_marker(
+    dc_clusters: dict[str, DcCluster], unique_name: Names
+) -> None:
+    """Records written in a transaction end with a commit marker: once everything visible is
+    copied, the committed position is the end offset (past the marker) and lag is 0."""
+    sf, nyc = dc_clusters["SF"].bootstrap, dc_clusters["NYC"].bootstrap
+    topic = await create_topic(sf, unique_name("txsrc"))
+    producer = AIOKafkaProducer(bootstrap_servers=sf, transactional_id=unique_name("app"))
+    await producer.start()
+    try:
+        async with producer.transaction():
+            for i in range(20):
+                await producer.send(topic, f"v{i}".encode(), key=b"k", partition=0)
+    finally:
+        await producer.stop()
+    group = unique_name("g")
+    settings = FlowSettings(
+        "SF", "NYC", {"bootstrap_servers": sf}, {"bootstrap_servers": nyc}, group_id=group
+    )
+    metrics = Metrics()
+    async with running_flow(settings, OriginOnlyRouter("SF", "NYC", exact(topic)), metrics):
+        await consume_all(nyc, topic, count=20, timeout=60)
+        # 20 records and the commit marker at offset 20: the end offset is 21
+        await eventually(
+            lambda: _is(committed(sf, group, topic, 1), {0: 21}),
+            timeout=60,
+            message="committed past the commit marker",
+        )
+        lag = metrics.lag.labels(source="SF", target="NYC", topic=topic, partition="0")
+        await eventually(lambda: lag._value.get() == 0, timeout=30, message="lag 0")
+
+
+class _SlowFirstSubmit(MirrorFlow):
+    """Holds its first produced batch until the group has rebalanced to two members (or 10 s
+    passed, when the revoke waits for this batch): partitions are revoked while it routes."""
+
+    def __init__(self, settings: FlowSettings, router: OriginOnlyRouter) -> None:
+        super().__init__(settings, router, Metrics())
+        self.routing = asyncio.Event()
+
+    async def _submit(self, slot: Any, target: str, partition: int, pending: Any) -> None:
+        if not self.routing.is_set():
+            self.routing.set()
+            client = self.settings.source_client
+            with contextlib.suppress(AssertionError):  # the revoke waits for this batch
+                await eventually(lambda: _rebalanced(client, self.settings.group_id), timeout=10)
+        await super()._submit(slot, target, partition, pending)
+
+
+async def _rebalanced(client: Any, group: str) -> bool:
+    state = await group_state(client, group)
+    return state.state == "Stable" and state.members == 2
+
+
+async def test_batch_routed_during_revoke_is_not_produced_after_it(
+    dc_clusters: dict[str, DcCluster], unique_name: Names
+) -> None:
+    """A second process joins while the first routes a batch: that batch is produced and
+    committed before the revoke completes (or dropped), never produced after it, so the new
+    owner of a partition does not copy it a second time."""
+    sf, nyc = dc_clusters["SF"].bootstrap, dc_clusters["NYC"].bootstrap
+    topic = await create_topic(sf, unique_name("revoke"), partitions=2)
+    await produce(sf, topic, [Rec(None, f"{i}".encode(), partition=i % 2) for i in range(200)])
+    settings = FlowSettings(
+        "SF",
+        "NYC",
+        {"bootstrap_servers": sf},
+        {"bootstrap_servers": nyc},
+        group_id=unique_name("g"),
+    )
+    router = OriginOnlyRouter("SF", "NYC", exact(topic))
+    first = _SlowFirstSubmit(settings, router)
+    stop = asyncio.Event()
+    task = asyncio.create_task(first.run(stop))
+    try:
+        await asyncio.wait_for(first.routing.wait(), 60)
+        async with running_flow(settings, router):
+            got = await consume_all(nyc, topic, count=200, timeout=90, settle=3.0)
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 60)
+    counts = Counter(r.value for r in got)
+    assert len(counts) == 200
+    assert [v for v, n in counts.items() if n > 1] == []
+
+
+async def test_source_partitions_grown_keep_their_partition_while_topic_sync_catches_up(
+    dc_clusters: dict[str, DcCluster], unique_name: Names
+) -> None:
+    """The source grows from 2 to 4 partitions long before the next topic sync: records of the
+    old partitions stay in their partitions (no switch to key hashing for the catch-up), and
+    the new partitions get their own once the flow grew the target on first sight."""
+    sf, nyc = dc_clusters["SF"].bootstrap, dc_clusters["NYC"].bootstrap
+    topic = await create_topic(sf, unique_name("grow"), partitions=2)
+    settings = FlowSettings(
+        "SF",
+        "NYC",
+        {"bootstrap_servers": sf},
+        {"bootstrap_servers": nyc},
+        group_id=unique_name("g"),
+        topic_sync_interval_s=3600,  # no periodic sync during the test
+    )
+    # null keys: only the source partition says where a record belongs
+    await produce(
+        sf,
+        topic,
+        [Rec(None, f"0-{p}-{i}".encode(), partition=p) for p in (0, 1) for i in range(10)],
+    )
+    async with running_flow(settings, OriginOnlyRouter("SF", "NYC", exact(topic))) as (flow, _):
+        await consume_all(nyc, topic, count=20, timeout=60)
+        async with ClusterAdmin("SF", bootstrap_servers=sf) as admin:
+            await admin.add_partitions(topic, 4)
+        await wait_for_partitions(sf, topic, 4)
+
+        async def sees_four() -> bool:
+            # the consumer's metadata refresh, which the periodic one would do in its time
+            await flow.consumer._client.force_metadata_update()
+            return len(flow.consumer.assignment()) == 4
+
+        await eventually(sees_four, timeout=60, message="the flow consumes 4 partitions")
+        await produce(
+            sf,
+            topic,
+            [Rec(None, f"1-{p}-{i}".encode(), partition=p) for p in range(4) for i in range(10)],
+        )
+        got = await consume_all(nyc, topic, count=60, timeout=90, settle=1.0)
+    misplaced = [(r.value, r.partition) for r in got if int(r.value.split(b"-")[1]) != r.partition]
+    assert misplaced == []
+    assert len(got) == 60

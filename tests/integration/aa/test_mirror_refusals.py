@@ -1,0 +1,163 @@
+"""Records the target refuses for good (issue 10, item 10): under ``on_error: dead-letter`` they
+go to the dead-letter topic and the flow goes on; under ``fail`` the flow stops before them with
+one message and no restart loop. Batches never exceed the target topic's max.message.bytes."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+
+import pytest
+
+from aa.mirror.flow import DEAD_LETTER_REASON
+from aa.mirror.settings import DEFAULT_CONFIG_EXCLUDE, FlowSettings
+from aa.mirror.supervisor import Backoff, Supervisor
+from aa.observe.metrics import Metrics
+from tests.conftest import DcCluster
+from tests.helpers.kafka import Rec, consume_all, create_topic, eventually, produce
+from tests.helpers.mirror import OriginOnlyRouter, committed, exact, running_flow
+
+pytestmark = pytest.mark.integration
+
+Names = Callable[[str], str]
+DAY_MS = 24 * 3600 * 1000
+# the target keeps its own cleanup policy and limits (topic sync would copy the source's)
+KEEP_TARGET = DEFAULT_CONFIG_EXCLUDE | {
+    "cleanup.policy",
+    "max.message.bytes",
+    "message.timestamp.before.max.ms",
+}
+
+
+def _settings(sf: str, nyc: str, group: str, **kw: object) -> FlowSettings:
+    return FlowSettings(
+        "SF",
+        "NYC",
+        {"bootstrap_servers": sf},
+        {"bootstrap_servers": nyc},
+        group_id=group,
+        config_exclude=KEEP_TARGET,
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+async def _is(coro: object, want: object) -> bool:
+    return await coro == want  # type: ignore[misc]
+
+
+def _with_null_key_at(n: int, bad: int) -> list[Rec]:
+    return [
+        Rec(None if i == bad else f"k{i}".encode(), f"v{i}".encode(), partition=0) for i in range(n)
+    ]
+
+
+async def test_null_key_into_compacted_target_stops_the_flow_without_restarts(
+    dc_clusters: dict[str, DcCluster], unique_name: Names
+) -> None:
+    sf, nyc = dc_clusters["SF"].bootstrap, dc_clusters["NYC"].bootstrap
+    topic = await create_topic(sf, unique_name("nullkey"))
+    await create_topic(nyc, topic, config={"cleanup.policy": "compact"})
+    await produce(sf, topic, _with_null_key_at(10, 6))
+    group = unique_name("g")
+    settings = _settings(sf, nyc, group, linger_ms=0)
+    sup = Supervisor(
+        [(settings, OriginOnlyRouter("SF", "NYC", exact(topic)))],
+        Metrics(),
+        backoff=Backoff(initial_s=0.2, max_s=0.5),
+        shutdown_timeout_s=10,
+    )
+    run = asyncio.create_task(sup.run(install_signals=False))
+    state = sup.states["SF->NYC"]
+    try:
+        await eventually(
+            lambda: state.state == "failed" or state.restarts >= 3,
+            timeout=60,
+            message="the flow stops",
+        )
+    finally:
+        sup.stop()
+        await asyncio.wait_for(run, 30)
+    assert state.state == "failed", state.last_error
+    assert state.restarts == 0
+    assert f"{topic}/0@6" in (state.last_error or "")
+    assert "compacted" in (state.last_error or "")
+    assert await committed(sf, group, topic, 1) == {0: 6}
+    copied = await consume_all(nyc, topic, count=6, settle=0.5)
+    assert [r.value for r in copied] == [f"v{i}".encode() for i in range(6)]
+
+
+async def test_null_key_into_compacted_target_is_dead_lettered(
+    dc_clusters: dict[str, DcCluster], unique_name: Names
+) -> None:
+    sf, nyc = dc_clusters["SF"].bootstrap, dc_clusters["NYC"].bootstrap
+    topic = await create_topic(sf, unique_name("nullkey-dlq"))
+    await create_topic(nyc, topic, config={"cleanup.policy": "compact"})
+    await produce(sf, topic, _with_null_key_at(10, 3))
+    group, dlq = unique_name("g"), unique_name("dlq")
+    settings = _settings(sf, nyc, group, on_error="dead-letter", dead_letter_topic=dlq)
+    async with running_flow(settings, OriginOnlyRouter("SF", "NYC", exact(topic))) as (_, task):
+        [dead] = await consume_all(nyc, dlq, count=1, timeout=60)
+        await eventually(
+            lambda: _is(committed(sf, group, topic, 1), {0: 10}), timeout=60, message="commit 10"
+        )
+        assert not task.done()
+    copied = await consume_all(nyc, topic, count=9, settle=0.5)
+    assert sorted(r.value for r in copied) == sorted(f"v{i}".encode() for i in range(10) if i != 3)
+    assert dead.value == b"v3"
+    assert dict(dead.headers)[DEAD_LETTER_REASON].startswith(b"invalid-record")
+    assert dict(dead.headers)["aa-src"] == f"SF/{topic}/0/3".encode()
+
+
+async def test_timestamp_older_than_target_accepts_is_dead_lettered(
+    dc_clusters: dict[str, DcCluster], unique_name: Names
+) -> None:
+    sf, nyc = dc_clusters["SF"].bootstrap, dc_clusters["NYC"].bootstrap
+    topic = await create_topic(sf, unique_name("oldts"))
+    await create_topic(nyc, topic, config={"message.timestamp.before.max.ms": str(DAY_MS)})
+    now = int(time.time() * 1000)
+    records = [
+        Rec(
+            f"k{i}".encode(),
+            f"v{i}".encode(),
+            partition=0,
+            timestamp_ms=now - (2 * DAY_MS if i == 4 else 0),
+        )
+        for i in range(8)
+    ]
+    await produce(sf, topic, records)
+    group, dlq = unique_name("g"), unique_name("dlq")
+    settings = _settings(sf, nyc, group, on_error="dead-letter", dead_letter_topic=dlq)
+    async with running_flow(settings, OriginOnlyRouter("SF", "NYC", exact(topic))):
+        [dead] = await consume_all(nyc, dlq, count=1, timeout=60)
+        await eventually(
+            lambda: _is(committed(sf, group, topic, 1), {0: 8}), timeout=60, message="commit 8"
+        )
+    copied = await consume_all(nyc, topic, count=7, settle=0.5)
+    assert sorted(r.value for r in copied) == sorted(f"v{i}".encode() for i in range(8) if i != 4)
+    assert dead.value == b"v4"
+    assert dict(dead.headers)[DEAD_LETTER_REASON].startswith(b"invalid-timestamp")
+
+
+async def test_small_target_max_message_bytes_caps_batches_instead_of_dead_lettering(
+    dc_clusters: dict[str, DcCluster], unique_name: Names
+) -> None:
+    """Small records into a target topic with max.message.bytes 4096: every record is copied
+    in batches that fit, none is dead-lettered."""
+    sf, nyc = dc_clusters["SF"].bootstrap, dc_clusters["NYC"].bootstrap
+    topic = await create_topic(sf, unique_name("smallcap"))
+    await create_topic(nyc, topic, config={"max.message.bytes": "4096"})
+    await produce(sf, topic, [Rec(f"k{i}".encode(), b"x" * 100, partition=0) for i in range(500)])
+    group, dlq = unique_name("g"), unique_name("dlq")
+    settings = _settings(sf, nyc, group, on_error="dead-letter", dead_letter_topic=dlq)
+    metrics = Metrics()
+    async with running_flow(settings, OriginOnlyRouter("SF", "NYC", exact(topic)), metrics):
+        copied = await consume_all(nyc, topic, count=500, timeout=60, settle=0.5)
+        await eventually(
+            lambda: _is(committed(sf, group, topic, 1), {0: 500}), timeout=60, message="commit"
+        )
+    assert sorted(r.key for r in copied) == sorted(f"k{i}".encode() for i in range(500))
+    dead = metrics.dead_lettered.labels(
+        source="SF", target="NYC", topic=topic, reason="record-too-large"
+    )._value.get()
+    assert dead == 0
