@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 from aiokafka import TopicPartition
-from aiokafka.errors import KafkaError, ProducerFenced
+from aiokafka.errors import InvalidProducerEpoch, KafkaError, ProducerFenced, UnknownError
 
 from aa.mirror.delivery import Batch
 from aa.mirror.errors import FlowError
@@ -85,6 +85,23 @@ async def stored_offsets(settings: FlowSettings) -> dict[TopicPartition, int]:
     """The source offsets an exactly-once flow has committed on its target."""
     async with StoredOffsets(settings) as stored:
         return await stored.refresh()
+
+
+def is_fenced(exc: BaseException) -> bool:
+    """Whether a transactional producer's error means another instance fenced it.
+
+    aiokafka raises ``ProducerFenced`` for ``INVALID_PRODUCER_EPOCH``; Kafka 4 brokers answer
+    ``EndTxn`` with ``PRODUCER_FENCED`` (90), a code aiokafka does not know: its sender task
+    dies on an ``UnknownError`` and every later call fails with a ``KafkaError`` caused by it.
+    """
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, ProducerFenced | InvalidProducerEpoch):
+            return True
+        if isinstance(seen, UnknownError) and seen is not exc:
+            return True  # the sender task died on a transaction response (see above)
+        seen = seen.__cause__
+    return False
 
 
 class ExactlyOnce:
@@ -209,7 +226,7 @@ class ExactlyOnce:
             flow.log.info("eos_aborted")
 
     def _refused(self, what: str, exc: BaseException) -> FlowError:
-        if isinstance(exc, ProducerFenced):
+        if is_fenced(exc):
             return self.fenced(exc)
         retriable = bool(getattr(exc, "retriable", False))
         return FlowError(
@@ -234,9 +251,9 @@ class ExactlyOnce:
     async def _guard(self, flow: MirrorFlow, call: Any) -> Any:
         try:
             return await call
-        except ProducerFenced as exc:
-            raise self.fenced(exc) from exc
         except KafkaError as exc:
+            if is_fenced(exc):
+                raise self.fenced(exc) from exc
             raise FlowError(
                 f"{self._settings.name}: transaction on {self._settings.target} failed: {exc!r}",
                 kind="transaction",

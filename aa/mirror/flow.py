@@ -27,7 +27,6 @@ from aiokafka.errors import (
     IllegalStateError,
     InvalidTimestampError,
     MessageSizeTooLargeError,
-    ProducerFenced,
     RecordListTooLargeError,
     UnknownError,
 )
@@ -37,7 +36,7 @@ from aiokafka.producer.message_accumulator import BatchBuilder
 from aa.admin import ClusterAdmin
 from aa.logs import get_logger
 from aa.mirror.delivery import Delivery, delivery_for
-from aa.mirror.eos import ExactlyOnce
+from aa.mirror.eos import ExactlyOnce, is_fenced
 from aa.mirror.errors import FlowError as FlowError  # re-exported: callers import it here
 from aa.mirror.limits import TargetLimits, record_size, target_limits
 from aa.mirror.settings import FlowSettings
@@ -582,7 +581,7 @@ class MirrorFlow:
         """The target refused a batch holding ``record`` (``alone``: the only one in it)."""
         s = self.settings
         where = f"{record.topic}/{record.partition}@{record.offset}"
-        if isinstance(exc, ProducerFenced) and isinstance(self.delivery, ExactlyOnce):
+        if isinstance(self.delivery, ExactlyOnce) and is_fenced(exc):
             raise self.delivery.fenced(exc) from exc
         kind = BROKER_REFUSALS.get(type(exc))
         if kind is None:

@@ -60,6 +60,9 @@ class FlowStub:
     async def drain(self) -> None:
         self.drained += 1
 
+    async def on_revoke(self, revoked: set[TopicPartition]) -> None:
+        await self.drain()  # the flow's revoke: routing lock, then drain
+
 
 def _recs(first: int, last: int) -> list[Rec]:
     return [Rec("t", 0, o) for o in range(first, last + 1)]
