@@ -62,6 +62,14 @@ class SourceIndex:
     def add(self, s: OffsetSync) -> None:
         """Add the newest-written sync ``s``."""
         e, starts = self.entries, self._starts
+        if e and (s.covered_from, s.source_first, s.target_first) == (
+            e[-1].covered_from,
+            e[-1].source_first,
+            e[-1].target_first,
+        ):  # the newest run again (an anchor of it, or the run grown): keep the longest
+            if s.source_last > e[-1].source_last:
+                e[-1] = s
+            return
         if e and s.covered_from > e[-1].source_last:  # the common case: the run goes on
             if s.target_first <= e[-1].target_last:
                 self._monotonic = False
@@ -90,7 +98,13 @@ class SourceIndex:
             new.append(s)
         e[lo:hi] = new
         starts[lo:hi] = [x.covered_from for x in new]
-        self._monotonic = all(a.target_last < b.target_first for a, b in itertools.pairwise(e))
+        if self._monotonic:  # only the pairs around the replaced range can break it
+            a, b = max(0, lo - 1), min(len(e), lo + len(new) + 1)
+            self._monotonic = all(
+                x.target_last < y.target_first for x, y in itertools.pairwise(e[a:b])
+            )
+        else:  # rare (a re-copy is held): a removal may have restored the order
+            self._monotonic = all(x.target_last < y.target_first for x, y in itertools.pairwise(e))
         self._thin()
 
     def _thin(self) -> None:

@@ -10,11 +10,14 @@ one sync per run break plus one per commit, whatever the batch size; the
 newest part of a run that is not written yet translates as ``ahead`` (the end of the written
 copies: behind, never ahead).
 
-Kept: each sync goes to a ring of ``RING`` keys per partition (``topic/partition/r<i>``), and
-when its last source offset crosses a multiple of ``2**(ANCHOR_SHIFT + k)``, also to the anchor
-key ``topic/partition/x<k>``. The topic is compacted, so after cleaning it holds at most
-``RING + ANCHOR_LEVELS`` syncs per partition (plus one marker): exact translation for the last
-``RING`` runs, coarse and conservative (never ahead) for older offsets through the anchors.
+Kept: each sync goes to a ring of ``RING`` keys per partition (``topic/partition/r<i>``). Anchors
+keep older offsets translatable: at level ``k`` the source offsets fall in buckets of
+``2**(ANCHOR_SHIFT + k)``; the first sync of each bucket is also written under
+``topic/partition/x<k>.<bucket parity>``, so each level holds the first sync
+of the current and of the previous bucket. The topic is compacted, so after cleaning it holds at
+most ``RING + 2 * ANCHOR_LEVELS`` syncs per partition (plus one marker): exact translation for
+the last ``RING`` runs; an offset of age ``A`` (in source offsets) finds an anchor at most about
+``2 * A`` before it (coarse, behind, never ahead).
 
 Unlike MM2 it never drops a sync when the bound is reached: it waits (backpressure on the
 flow's commit loop). In exactly-once mode the flow's producer is transactional and the syncs
@@ -45,14 +48,14 @@ RING = 128
 """Recent syncs kept per partition in the compacted topic (exact translation)."""
 ANCHOR_SHIFT = 10
 ANCHOR_LEVELS = 40
-"""Anchor ``k`` is rewritten every ``2**(ANCHOR_SHIFT + k)`` source offsets (1 Ki ... 2**49)."""
+"""Anchor buckets of ``2**(ANCHOR_SHIFT + k)`` source offsets, 1 Ki ... 2**49."""
 FLUSH_INTERVAL_S = 1.0
 
 COMPACTED_INTERNAL_CONFIGS = {
     "cleanup.policy": "compact",
     # Compaction only cleans closed segments: roll them small and often, so that the topic
     # holds the bounded compacted set plus at most a few segments of recent writes.
-    "segment.bytes": str(8 * 1024 * 1024),
+    "segment.bytes": str(1024 * 1024),
     "segment.ms": str(10 * 60 * 1000),
     "min.compaction.lag.ms": "0",
     "min.cleanable.dirty.ratio": "0.5",
@@ -193,12 +196,14 @@ class OffsetSyncWriter:
         # marked first: a batch that extends the run while this one is sent marks it again
         run.written, run.since = True, self._clock()
         await self._send(value, s.key(f"r{run.slot}"))
-        last = self._anchored.get(tp, max(0, s.covered_from - 1))
+        # The offset before the run when a writer starts: a run from offset 0 crosses every
+        # level (-1 >> k is -1); a restart elsewhere does not overwrite older anchors.
+        last = self._anchored.get(tp, s.covered_from - 1)
         for k in range(ANCHOR_LEVELS):
             shift = ANCHOR_SHIFT + k
             if last >> shift == s.source_last >> shift:
-                break
-            await self._send(value, s.key(f"x{k}"))
+                break  # no boundary crossed at this level, nor above
+            await self._send(value, s.key(f"x{k}.{(s.source_last >> shift) & 1}"))
         self._anchored[tp] = s.source_last
 
     async def _send(self, value: bytes, key: bytes) -> None:
