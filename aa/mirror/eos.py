@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from aa.mirror.settings import FlowSettings
 
 OFFSETS_TOPIC_CONFIGS = dict(COMPACTED_INTERNAL_CONFIGS)
-"""One record per source partition after compaction; segments roll every 10 minutes or 8 MiB
+"""One record per source partition after compaction; segments roll every 10 minutes or 1 MiB
 so that the cleaner keeps the uncompacted head small (it never cleans the active segment)."""
 
 
