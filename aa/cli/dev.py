@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from aa.cli.progress import working
 from aa.dev import artifacts, cluster
 
 
@@ -79,8 +80,17 @@ def _up(args: argparse.Namespace) -> int:
         port_step=args.port_step,
         version=args.kafka_version,
     )
+    for version in sorted({c.kafka_version for c in planned}):
+        wanted = artifacts.kafka_artifacts(version)
+        if not (wanted.home / artifacts.MANIFEST).exists():
+            with working(
+                f"first run: fetching Apache Kafka {version} with Maven into {wanted.home} "
+                "(a minute or two; later runs start at once)"
+            ):
+                artifacts.fetch(wanted)
     began = time.monotonic()
-    results = cluster.up(planned, heap=args.heap, timeout=args.timeout)
+    with working(f"starting {len(planned)} broker(s), waiting until each answers"):
+        results = cluster.up(planned, heap=args.heap, timeout=args.timeout)
     took = time.monotonic() - began
     for c, started in results:
         state = "started" if started else "already running"

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from aa.cli.progress import working
 from aa.cli.reach import known_dc, require_reachable
 from aa.config import Topology, client_kwargs, load_config
 from aa.failover.failback import FailbackReport, failback_report
@@ -128,7 +129,8 @@ def _failover(args: argparse.Namespace) -> int:
             hint=f"the plan is read from {args.target} alone (the old DC may be down)",
         )
     )
-    title, moves, checkpointed = asyncio.run(_failover_plan(topology, args))
+    with working(f"reading checkpoints, offsets and the timestamp index in {args.target}"):
+        title, moves, checkpointed = asyncio.run(_failover_plan(topology, args))
     _print_plan(title, moves)
     return _maybe_execute(topology, args, moves, known=checkpointed)
 
@@ -200,7 +202,8 @@ def _failback(args: argparse.Namespace) -> int:
             topology, [args.target, new], hint="failback needs both DCs (it reads and compares)"
         )
     )
-    report = asyncio.run(failback_report(topology, args.group, args.target, new))
+    with working(f"reading offset syncs, lag and the group's offsets in {new} and {args.target}"):
+        report = asyncio.run(failback_report(topology, args.group, args.target, new))
     _print_failback(report, args.group)
     if args.execute and not report.resynced and not args.force:
         raise PlanError(

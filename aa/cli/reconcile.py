@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from aa.cli.progress import working
+
 
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
@@ -27,4 +29,5 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from spark_reconcile.job import run_cli  # lazy: PySpark is loaded only for this command
 
-    return run_cli(args)
+    with working("reconcile: Spark reads every DC and compares (each stage is logged)"):
+        return run_cli(args)
