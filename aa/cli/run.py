@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -45,9 +46,35 @@ def _run(args: argparse.Namespace) -> int:
     selected = select_flows(topology, dc=args.dc, flow=args.flow)
     # a refused login or certificate is reported once here, not retried by the supervisor
     dcs = sorted({f.source for f in selected} | {f.target for f in selected})
-    asyncio.run(preflight(topology.datacenter(dc) for dc in dcs))
+    if not asyncio.run(_preflight_unless_stopped([topology.datacenter(dc) for dc in dcs])):
+        return 0  # SIGTERM/SIGINT before anything started: nothing to finish
     flows = build_flows(topology, selected)
     return asyncio.run(serve(topology, flows, args.metrics_port, args.shutdown_timeout))
+
+
+async def _preflight_unless_stopped(dcs: list[Any]) -> bool:
+    """Run :func:`preflight`; False when a stop signal arrived first (a process stopped while
+    it starts exits 0 like one stopped while it runs, not killed by the default handler)."""
+    loop = asyncio.get_running_loop()
+    task = asyncio.ensure_future(preflight(dcs))
+    stopped = False
+
+    def stop() -> None:
+        nonlocal stopped
+        stopped = True
+        task.cancel()
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop)
+    try:
+        await task
+    except asyncio.CancelledError:
+        if not stopped:
+            raise
+    finally:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(sig)
+    return not stopped
 
 
 async def serve(
