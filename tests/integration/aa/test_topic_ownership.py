@@ -18,7 +18,7 @@ from aa.config import read_yaml
 from aa.mirror.build import build_flows
 from aa.mirror.topics import TopicSync
 from tests.conftest import DcCluster
-from tests.helpers.kafka import create_topic
+from tests.helpers.kafka import create_topic, eventually
 
 pytestmark = pytest.mark.integration
 
@@ -40,6 +40,15 @@ async def _sync(text: str, flow: str) -> None:
         await TopicSync(src, dst, router, settings.config_exclude).sync()
 
 
+async def _synced(text: str, flow: str, nyc: str, topic: str, retention: str) -> bool:
+    """One sync pass; then whether NYC's ``topic`` exists with ``retention``."""
+    await _sync(text, flow)
+    async with ClusterAdmin("NYC", bootstrap_servers=nyc) as admin:
+        if topic not in await admin.topics():
+            return False
+        return (await admin.topic_configs([topic]))[topic].get("retention.ms") == retention
+
+
 async def test_headers_mode_leaves_the_target_dcs_own_topic_alone(
     dc_clusters: dict[str, DcCluster], unique_name: Callable[[str], str]
 ) -> None:
@@ -51,7 +60,10 @@ async def test_headers_mode_leaves_the_target_dcs_own_topic_alone(
     await create_topic(sf, fresh, 3, {"retention.ms": "111111111"})
     text = _topology(sf, nyc, lon, [shared, fresh])
     with capture_logs() as logs:
-        await _sync(text, "SF->NYC")
+        # repeat until the new source topics show in the admin listing (a loaded broker lags)
+        await eventually(
+            lambda: _synced(text, "SF->NYC", nyc, fresh, "111111111"), message="fresh created"
+        )
         await _sync(text, "LON->NYC")
     async with ClusterAdmin("NYC", bootstrap_servers=nyc) as admin:
         topics = await admin.topics()
@@ -73,15 +85,15 @@ async def test_headers_mode_sync_option_and_prefix_mode_keep_syncing(
     shared = unique_name("orders")
     await create_topic(sf, shared, 3, {"retention.ms": "111111111"})
     await create_topic(nyc, shared, 2, {"retention.ms": "999999999"})
-    await _sync(_topology(sf, nyc, lon, [shared], "topic_sync: {headers_mode: sync}\n"), "SF->NYC")
+    text = _topology(sf, nyc, lon, [shared], "topic_sync: {headers_mode: sync}\n")
+    await eventually(lambda: _synced(text, "SF->NYC", nyc, shared, "111111111"), message="synced")
     async with ClusterAdmin("NYC", bootstrap_servers=nyc) as admin:
         assert (await admin.topics())[shared].partitions == 3
-        assert (await admin.topic_configs([shared]))[shared]["retention.ms"] == "111111111"
     # prefix mode: SF's `x` is NYC's replica `SF.x`, synced as before
     x = unique_name("x")
     await create_topic(sf, x, 3, {"retention.ms": "111111111"})
     await create_topic(nyc, f"SF.{x}", 1, {"retention.ms": "999999999"})
-    await _sync(_topology(sf, nyc, lon, [x], "loop_prevention: prefix\n"), "SF->NYC")
+    text = _topology(sf, nyc, lon, [x], "loop_prevention: prefix\n")
+    await eventually(lambda: _synced(text, "SF->NYC", nyc, f"SF.{x}", "111111111"), message="sync")
     async with ClusterAdmin("NYC", bootstrap_servers=nyc) as admin:
         assert (await admin.topics())[f"SF.{x}"].partitions == 3
-        assert (await admin.topic_configs([f"SF.{x}"]))[f"SF.{x}"]["retention.ms"] == "111111111"
