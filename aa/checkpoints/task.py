@@ -24,11 +24,12 @@ from aa.offsets.groups import commit_group_offsets, group_offsets, group_state, 
 from aa.offsets.live import needed, sync_topic
 from aa.offsets.store import OffsetSyncStore
 from aa.offsets.translate import translate_offset
-from aa.offsets.writer import ensure_internal_topic
+from aa.offsets.writer import COMPACTED_INTERNAL_CONFIGS, ensure_internal_topic
 from aa.policy.naming import is_internal
 from aa.tail import TopicReader
 
-CHECKPOINT_TOPIC_CONFIGS = {"cleanup.policy": "compact"}
+CHECKPOINT_TOPIC_CONFIGS = dict(COMPACTED_INTERNAL_CONFIGS)
+"""One record per group partition after compaction (segments roll small, so it happens)."""
 
 
 class CheckpointWriteError(AaError):
