@@ -42,6 +42,36 @@ KAFKA39_MODULES = frozenset(
 )
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("aa drills")
+    group.addoption(
+        "--drill-records",
+        type=int,
+        default=3000,
+        help="records each fault drill writes (default 3000; the long runs use 50000+)",
+    )
+    group.addoption(
+        "--drill-fault-s",
+        type=float,
+        default=5.0,
+        help="seconds each drill's fault lasts (broker down, partition; default 5, e.g. 45)",
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class DrillSize:
+    records: int
+    fault_s: float
+
+
+@pytest.fixture
+def drill_size(request: pytest.FixtureRequest) -> DrillSize:
+    return DrillSize(
+        int(request.config.getoption("--drill-records")),
+        float(request.config.getoption("--drill-fault-s")),
+    )
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark the 3.9 subset here, by module, so the list lives in one place."""
     root = Path(str(config.rootpath))

@@ -1,0 +1,267 @@
+"""Fault-drill harness: brokers behind proxies, a paced writer, and the tally of what arrived.
+
+Every drill counts by ``aa-src`` (the origin ``dc/topic/partition/offset`` the mirror stamps on
+each copy) on a ``read_committed`` consumer of the target: records sent (every offset of the
+source topic), lost (an offset with no copy), duplicated (extra copies).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import os
+import time
+from collections import Counter
+from collections.abc import Callable, Hashable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+
+from aa.dev import cluster as devcluster
+from tests.helpers.tcp_proxy import TcpProxy
+
+REPORT_ENV = "AA_DRILL_REPORT"
+"""When set, every drill appends its figures (one JSON line) to this file."""
+
+
+@dataclass(slots=True)
+class ProxiedDc:
+    """A dedicated broker whose PROXIED listener is only reached through ``proxy``."""
+
+    cluster: devcluster.DevCluster
+    proxy: TcpProxy
+
+    @property
+    def direct(self) -> str:
+        """The broker's own listener: what the test's writer and reader use."""
+        return self.cluster.bootstrap
+
+    @property
+    def via_proxy(self) -> str:
+        """What `aa run` is given: every connection goes through the proxy."""
+        return self.proxy.address
+
+
+def proxied_dc(name: str, root: Path, proxy: TcpProxy, ports: list[int]) -> ProxiedDc:
+    """A broker spec with listeners PLAINTEXT (direct) and PROXIED, which advertises the port
+    of ``proxy`` (started first, so that its port is not one of ``ports``), pointed at it.
+    ``ports``: plaintext, controller, proxied."""
+    plain, controller, proxied = ports
+    proxy.upstream_port = proxied
+    extra = (
+        (
+            "listeners",
+            f"PLAINTEXT://127.0.0.1:{plain},PROXIED://127.0.0.1:{proxied},"
+            f"CONTROLLER://127.0.0.1:{controller}",
+        ),
+        ("advertised.listeners", f"PLAINTEXT://127.0.0.1:{plain},{'PROXIED'}://{proxy.address}"),
+        (
+            "listener.security.protocol.map",
+            "PLAINTEXT:PLAINTEXT,PROXIED:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        ),
+    )
+    spec = devcluster.DevCluster(name, plain, controller, root / name, extra_properties=extra)
+    return ProxiedDc(spec, proxy)
+
+
+def start_brokers(clusters: list[devcluster.DevCluster]) -> None:
+    """Start (or restart, keeping their data) ``clusters``; returns once each answers."""
+    # `up` runs its own event loop; from inside an async test, give it a thread of its own.
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        pool.submit(devcluster.up, clusters, heap="384m").result()
+
+
+async def restart_broker(c: devcluster.DevCluster) -> None:
+    await asyncio.to_thread(start_brokers, [c])
+
+
+async def stop_broker(c: devcluster.DevCluster) -> None:
+    await asyncio.to_thread(devcluster.stop, c)
+
+
+# -- writing ---------------------------------------------------------------------------------
+
+
+async def write_paced(
+    bootstrap: str,
+    topic: str,
+    n: int,
+    *,
+    seconds: float,
+    partitions: int,
+    value_size: int = 100,
+    tag: str = "v",
+    running: asyncio.Event | None = None,
+) -> int:
+    """Write ``n`` records spread over about ``seconds`` (a steady stream the faults hit).
+
+    While ``running`` is clear the writer waits (its own cluster is down in a source drill).
+    Values are ``tag:i`` padded to ``value_size``; returns how many were acknowledged.
+    """
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5)
+    await producer.start()
+    now_ms = int(time.time() * 1000)
+    chunk = max(1, n // max(1, int(seconds * 10)))
+    sent = 0
+    try:
+        began = time.monotonic()
+        while sent < n:
+            if running is not None:
+                await running.wait()
+            futures = []
+            for i in range(sent, min(n, sent + chunk)):
+                value = f"{tag}:{i}:".encode().ljust(value_size, b".")
+                futures.append(
+                    await producer.send(
+                        topic,
+                        key=f"k{i}".encode(),
+                        value=value,
+                        partition=i % partitions,
+                        timestamp_ms=now_ms + i,
+                    )
+                )
+            await asyncio.gather(*futures)
+            sent += len(futures)
+            # pacing the load generator, not synchronising: spread n over `seconds`
+            ahead = began + seconds * sent / n - time.monotonic()
+            if ahead > 0:
+                await asyncio.sleep(ahead)
+    finally:
+        await producer.stop()
+    return sent
+
+
+# -- counting --------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Tally:
+    sent: int
+    copies: int
+    lost: int
+    duplicated: int
+    missing_sample: list[str] = field(default_factory=list)
+
+
+async def source_ids(bootstrap: str, dc: str, topic: str) -> set[str]:
+    """``dc/topic/partition/offset`` of every record now in the source topic."""
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    await consumer.start()
+    try:
+        # a consumer without a subscription asks metadata of no topic: name ours
+        parts = await consumer._client._wait_on_metadata(topic)
+        tps = [TopicPartition(topic, p) for p in sorted(parts)]
+        begin = await consumer.beginning_offsets(tps)
+        end = await consumer.end_offsets(tps)
+    finally:
+        await consumer.stop()
+    return {f"{dc}/{topic}/{tp.partition}/{o}" for tp in tps for o in range(begin[tp], end[tp])}
+
+
+def by_src(record: Any) -> Hashable:
+    src = dict(record.headers).get("aa-src")
+    return src.decode() if src is not None else None
+
+
+async def tally(
+    bootstrap: str,
+    topic: str,
+    expected: set[Any],
+    *,
+    key: Callable[[Any], Hashable] = by_src,
+    timeout: float = 180.0,
+    settle: float = 2.0,
+) -> tuple[Tally, float]:
+    """Read the target ``read_committed`` until every ``expected`` key arrived (or the deadline),
+    then ``settle`` s more to see late duplicates. Returns the tally and when the last expected
+    key arrived (monotonic)."""
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=bootstrap,
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        isolation_level="read_committed",
+    )
+    await consumer.start()
+    counts: Counter[Hashable] = Counter()
+    complete_at = float("nan")
+    try:
+        deadline = time.monotonic() + timeout
+        assigned: set[int] = set()
+        settle_until: float | None = None
+        # a consumer without a subscription asks metadata of no topic: name ours
+        consumer._client.add_topic(topic)
+        refreshed = 0.0
+        while True:
+            if time.monotonic() - refreshed > 1.0:  # see the topic appear and grow
+                await consumer._client.force_metadata_update()
+                refreshed = time.monotonic()
+            parts = consumer.partitions_for_topic(topic) or set()
+            if parts - assigned:  # the mirror may create the topic or add partitions late
+                assigned = set(parts)
+                consumer.assign([TopicPartition(topic, p) for p in sorted(assigned)])
+                await consumer.seek_to_beginning()
+                counts.clear()
+            batch = await consumer.getmany(timeout_ms=300)
+            for records in batch.values():
+                counts.update(key(r) for r in records)
+            now = time.monotonic()
+            if settle_until is None and expected <= counts.keys():
+                complete_at = now
+                settle_until = now + settle
+            if settle_until is not None and now >= settle_until:
+                break
+            if now > deadline:
+                break
+    finally:
+        await consumer.stop()
+    missing = sorted(str(k) for k in expected - counts.keys())
+    result = Tally(
+        sent=len(expected),
+        copies=sum(counts[k] for k in expected),
+        lost=len(missing),
+        duplicated=sum(max(0, counts[k] - 1) for k in expected),
+        missing_sample=missing[:5],
+    )
+    return result, complete_at
+
+
+# -- observing the mirror --------------------------------------------------------------------
+
+
+def rss_mb(pid: int) -> float:
+    """Resident memory of ``pid`` in MB (0 when it is gone)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def metric_total(text: str, name: str) -> float:
+    """Sum of every sample of ``name`` in a Prometheus text exposition."""
+    total = 0.0
+    for line in text.splitlines():
+        if line.startswith(name) and not line.startswith("#"):
+            head, _, value = line.rpartition(" ")
+            if head.split("{")[0] == name:
+                total += float(value)
+    return total
+
+
+def report(drill: str, **figures: Any) -> None:
+    """Append one drill's figures to ``$AA_DRILL_REPORT`` (for docs/reliability.md)."""
+    path = os.environ.get(REPORT_ENV)
+    if not path:
+        return
+    row = {"drill": drill, "kafka": devcluster.kafka_version(), **figures}
+    for k, v in list(row.items()):
+        if isinstance(v, Tally):
+            row.pop(k)
+            row.update({f"{key}": val for key, val in asdict(v).items() if key != "missing_sample"})
+    with open(path, "ab") as f:
+        f.write(orjson.dumps(row) + b"\n")

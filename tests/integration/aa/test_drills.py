@@ -1,0 +1,406 @@
+"""Fault drills: the mirror on the bad day, against real brokers (marker ``drill``).
+
+Two dedicated DCs, SF -> NYC, each broker reachable by `aa run` only through a TCP proxy of
+ours (tests/helpers/tcp_proxy.py) that can cut the link and throttle it. A writer streams
+records into SF while the fault happens; afterwards the target is read ``read_committed`` and
+every source offset is looked up by its ``aa-src`` copy: sent, lost, duplicated. Exactly-once
+must give lost = dup = 0; at-least-once lost = 0 and duplicates bounded by what was in flight
+(``max_inflight_batches`` x ``max_poll_records`` per restart). Nobody restarts the mirror by
+hand (except the SIGKILL drill, which is about a supervisor such as systemd doing it).
+
+Sizes: ``--drill-records`` (3000) and ``--drill-fault-s`` (5 s) by default; the long runs in
+docs/reliability.md use larger values. ``AA_DRILL_REPORT=file`` collects the figures.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import re
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiokafka.admin import AIOKafkaAdminClient, NewPartitions
+
+from aa.dev import cluster as devcluster
+from tests.conftest import DrillSize, _free_ports
+from tests.helpers import drill
+from tests.helpers.kafka import create_topic, eventually
+from tests.helpers.processes import AaProcess, write_topology
+from tests.helpers.tcp_proxy import TcpProxy
+
+pytestmark = [pytest.mark.integration, pytest.mark.drill]
+
+PARTITIONS = 3
+IN_FLIGHT_BOUND = 4 * 2000  # max_inflight_batches x max_poll_records (the defaults)
+
+
+@dataclass(frozen=True, slots=True)
+class Pair:
+    sf: drill.ProxiedDc
+    nyc: drill.ProxiedDc
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pair]:
+    root = tmp_path_factory.mktemp("aa-drill")
+    proxies = [TcpProxy(0).start(), TcpProxy(0).start()]  # before picking the free ports
+    ports = _free_ports(6)
+    sf = drill.proxied_dc("SF", root, proxies[0], ports[:3])
+    nyc = drill.proxied_dc("NYC", root, proxies[1], ports[3:])
+    try:
+        drill.start_brokers([sf.cluster, nyc.cluster])
+        yield Pair(sf, nyc)
+    finally:
+        devcluster.down(root)
+        sf.proxy.close()
+        nyc.proxy.close()
+
+
+@dataclass
+class Mirror:
+    """`aa run --dc NYC` for the drill's topology; restartable after a SIGKILL."""
+
+    config: Path
+    log: Path
+    proc: AaProcess | None = None
+
+    def start(self) -> AaProcess:
+        args = ["run", "--config", str(self.config), "--dc", "NYC", "--metrics-port", "0"]
+        self.proc = AaProcess(args, self.log)
+        return self.proc
+
+    def metrics(self) -> str:
+        """The current /metrics text of the running process."""
+        assert self.proc is not None
+        urls = re.findall(r'"metrics": "(http://[^"]+)"', self.proc.output())
+        return urllib.request.urlopen(urls[-1], timeout=10).read().decode()
+
+    def serving(self) -> bool:
+        """True once the process answers /metrics (it has started its flows)."""
+        try:
+            return bool(self.metrics())
+        except (IndexError, OSError):
+            return False
+
+    def restarts(self) -> int:
+        assert self.proc is not None
+        return self.proc.output().count('"flow_restarting"')
+
+
+async def _setup(
+    pair: Pair, tmp_path: Path, topic: str, delivery: str, partitions: int = PARTITIONS
+) -> Mirror:
+    for b in (pair.sf.direct, pair.nyc.direct):
+        await create_topic(b, topic, partitions=partitions)
+    config = write_topology(
+        tmp_path / "topology.yaml",
+        {"SF": pair.sf.via_proxy, "NYC": pair.nyc.via_proxy},
+        flows=["SF->NYC"],
+        topics=[re.escape(topic)],
+        delivery=delivery,
+    )
+    mirror = Mirror(config, tmp_path / "aa-NYC.log")
+    mirror.start()
+    return mirror
+
+
+async def _finish(
+    pair: Pair,
+    mirror: Mirror,
+    topic: str,
+    delivery: str,
+    *,
+    healed_at: float,
+    restarts_allowed: int | None = None,
+    **figures: Any,
+) -> drill.Tally:
+    expected = await drill.source_ids(pair.sf.direct, "SF", topic)
+    result, complete_at = await drill.tally(pair.nyc.direct, topic, expected)
+    assert mirror.proc is not None
+    alive = mirror.proc.proc.poll() is None
+    restarts = mirror.restarts()
+    mirror.proc.stop()
+    recovery = round(complete_at - healed_at, 1)
+    drill.report(
+        figures.pop("name"),
+        delivery=delivery,
+        recovery_s=recovery,
+        flow_restarts=restarts,
+        tally=result,
+        **figures,
+    )
+    assert alive, "the mirror died instead of recovering: " + mirror.proc.output()[-3000:]
+    assert result.lost == 0, f"lost {result.lost}, e.g. {result.missing_sample}"
+    if delivery == "exactly-once":
+        assert result.duplicated == 0, result
+    else:
+        bound = IN_FLIGHT_BOUND * (restarts_allowed if restarts_allowed is not None else restarts)
+        assert result.duplicated <= bound, (result, restarts)
+    return result
+
+
+async def test_drill_mirror_sigkilled_at_random_moments_at_least_once(
+    pair: Pair, tmp_path: Path, unique_name: Callable[[str], str], drill_size: DrillSize
+) -> None:
+    await _kill_drill(pair, tmp_path, unique_name("kill-alo"), "at-least-once", drill_size)
+
+
+async def test_drill_mirror_sigkilled_at_random_moments_exactly_once(
+    pair: Pair, tmp_path: Path, unique_name: Callable[[str], str], drill_size: DrillSize
+) -> None:
+    await _kill_drill(pair, tmp_path, unique_name("kill-eos"), "exactly-once", drill_size)
+
+
+async def _kill_drill(
+    pair: Pair, tmp_path: Path, topic: str, delivery: str, size: DrillSize
+) -> None:
+    rng = random.Random(topic)  # reproducible per topic name, different per run
+    kills = max(3, int(size.fault_s * 0.8))
+    mirror = await _setup(pair, tmp_path, topic, delivery)
+    writer = asyncio.create_task(
+        drill.write_paced(
+            pair.sf.direct, topic, size.records, seconds=size.fault_s * 2, partitions=PARTITIONS
+        )
+    )
+    for i in range(kills):
+        if i > 0:  # the first kill hits start-up; the others a running copy
+            await eventually(mirror.serving, timeout=120, message="mirror serving")
+        # a random moment: mid-batch, mid-transaction, mid-commit
+        await asyncio.sleep(rng.uniform(0.1, 2.0))
+        assert mirror.proc is not None
+        mirror.proc.kill9()
+        mirror.start()
+    await writer
+    healed = time.monotonic()
+    await _finish(
+        pair,
+        mirror,
+        topic,
+        delivery,
+        healed_at=healed,
+        restarts_allowed=kills + mirror.restarts(),
+        name="mirror SIGKILLed at random moments",
+        records=size.records,
+        faults=f"{kills} kills",
+    )
+
+
+@pytest.mark.parametrize("delivery", ["at-least-once", "exactly-once"])
+@pytest.mark.parametrize("side", ["target", "source"])
+async def test_drill_broker_stopped_mid_stream_and_restarted(
+    pair: Pair,
+    tmp_path: Path,
+    unique_name: Callable[[str], str],
+    drill_size: DrillSize,
+    side: str,
+    delivery: str,
+) -> None:
+    if side == "source" and delivery == "exactly-once":
+        pytest.skip("one source bounce (at-least-once) covers the consumer side")  # see docstring
+    topic = unique_name(f"bounce-{side}")
+    mirror = await _setup(pair, tmp_path, topic, delivery)
+    down = pair.nyc.cluster if side == "target" else pair.sf.cluster
+    running = asyncio.Event()  # the writer waits while its own cluster (SF) is down
+    running.set()
+    writer = asyncio.create_task(
+        drill.write_paced(
+            pair.sf.direct,
+            topic,
+            drill_size.records,
+            seconds=drill_size.fault_s * 3,
+            partitions=PARTITIONS,
+            running=running,
+        )
+    )
+    await eventually(mirror.serving, timeout=120, message="metrics endpoint")
+    await asyncio.sleep(drill_size.fault_s / 2)  # mid-stream
+    if side == "source":
+        running.clear()
+    await drill.stop_broker(down)
+    await asyncio.sleep(drill_size.fault_s)  # the outage
+    during = mirror.metrics()
+    await drill.restart_broker(down)
+    running.set()
+    healed = time.monotonic()
+    await writer
+    lag_during = drill.metric_total(during, "aa_committed_lag_records")
+    errors = drill.metric_total(mirror.metrics(), "aa_errors_total")
+    await _finish(
+        pair,
+        mirror,
+        topic,
+        delivery,
+        healed_at=healed,
+        name=f"{side} broker stopped and restarted",
+        records=drill_size.records,
+        faults=f"{drill_size.fault_s:.0f} s down",
+        lag_during=lag_during,
+        errors=errors,
+    )
+
+
+async def test_drill_network_partition_between_dcs(
+    pair: Pair, tmp_path: Path, unique_name: Callable[[str], str], drill_size: DrillSize
+) -> None:
+    topic = unique_name("partition")
+    mirror = await _setup(pair, tmp_path, topic, "at-least-once")
+    writer = asyncio.create_task(
+        drill.write_paced(
+            pair.sf.direct,
+            topic,
+            drill_size.records,
+            seconds=drill_size.fault_s * 2,
+            partitions=PARTITIONS,
+        )
+    )
+    await eventually(mirror.serving, timeout=120, message="metrics endpoint")
+    await asyncio.sleep(drill_size.fault_s / 2)
+    pair.sf.proxy.cut()  # the mirror (in NYC) cannot reach SF; SF's writers go on
+    try:
+        await asyncio.sleep(drill_size.fault_s)
+        lag_during = drill.metric_total(mirror.metrics(), "aa_committed_lag_records")
+    finally:
+        pair.sf.proxy.heal()
+    healed = time.monotonic()
+    await writer
+    await _finish(
+        pair,
+        mirror,
+        topic,
+        "at-least-once",
+        healed_at=healed,
+        name="network partition (source cut off)",
+        records=drill_size.records,
+        faults=f"{drill_size.fault_s:.0f} s cut",
+        lag_during=lag_during,
+    )
+
+
+async def test_drill_slow_target_backpressure_bounds_memory(
+    pair: Pair, tmp_path: Path, unique_name: Callable[[str], str], drill_size: DrillSize
+) -> None:
+    topic = unique_name("slow")
+    value_size = 1000
+    mirror = await _setup(pair, tmp_path, topic, "at-least-once")
+    # the target link carries ~1/4 of what the writer produces: the mirror must hold back
+    rate = drill_size.records * value_size / (drill_size.fault_s * 4)
+    pair.nyc.proxy.throttle(rate)
+    peak = 0.0
+    try:
+        writer = asyncio.create_task(
+            drill.write_paced(
+                pair.sf.direct,
+                topic,
+                drill_size.records,
+                seconds=drill_size.fault_s,
+                partitions=PARTITIONS,
+                value_size=value_size,
+            )
+        )
+        assert mirror.proc is not None
+        while not writer.done():
+            peak = max(peak, drill.rss_mb(mirror.proc.proc.pid))
+            await asyncio.sleep(0.2)  # sampling memory, not synchronising
+        await writer
+        for _ in range(int(drill_size.fault_s * 5)):  # keep sampling while it catches up
+            peak = max(peak, drill.rss_mb(mirror.proc.proc.pid))
+            await asyncio.sleep(0.2)
+    finally:
+        pair.nyc.proxy.throttle(None)
+    healed = time.monotonic()
+    await _finish(
+        pair,
+        mirror,
+        topic,
+        "at-least-once",
+        healed_at=healed,
+        name="slow target (throttled link)",
+        records=drill_size.records,
+        faults=f"{rate / 1000:.0f} kB/s link",
+        peak_rss_mb=round(peak),
+    )
+    # in-flight is bounded by max_inflight_batches x max_poll_records (8k records, ~8 MB of
+    # values here) whatever the backlog: the process stays far below what buffering it would take
+    assert 0 < peak < 300, f"peak RSS {peak:.0f} MB"
+
+
+async def test_drill_partitions_added_while_running(
+    pair: Pair, tmp_path: Path, unique_name: Callable[[str], str], drill_size: DrillSize
+) -> None:
+    topic = unique_name("grow")
+    mirror = await _setup(pair, tmp_path, topic, "at-least-once", partitions=2)
+    half = drill_size.records // 2
+    await drill.write_paced(pair.sf.direct, topic, half, seconds=1, partitions=2, tag="a")
+    admin = AIOKafkaAdminClient(bootstrap_servers=pair.sf.direct)
+    await admin.start()
+    try:
+        await admin.create_partitions({topic: NewPartitions(total_count=4)})
+    finally:
+        await admin.close()
+    healed = time.monotonic()
+    await drill.write_paced(pair.sf.direct, topic, half, seconds=1, partitions=4, tag="b")
+    await _finish(
+        pair,
+        mirror,
+        topic,
+        "at-least-once",
+        healed_at=healed,
+        name="partitions added while running (2 -> 4)",
+        records=2 * half,
+        faults="+2 partitions",
+    )
+
+
+async def test_drill_source_topic_deleted_and_recreated(
+    pair: Pair, tmp_path: Path, unique_name: Callable[[str], str], drill_size: DrillSize
+) -> None:
+    topic = unique_name("recreate")
+    mirror = await _setup(pair, tmp_path, topic, "at-least-once")
+    half = drill_size.records // 2
+    await drill.write_paced(pair.sf.direct, topic, half, seconds=1, partitions=PARTITIONS, tag="a")
+    first = {f"a:{i}" for i in range(half)}
+    await drill.tally(pair.nyc.direct, topic, first, key=_value_tag, settle=0)
+    admin = AIOKafkaAdminClient(bootstrap_servers=pair.sf.direct)
+    await admin.start()
+    try:
+        await admin.delete_topics([topic])
+    finally:
+        await admin.close()
+
+    async def recreated() -> bool:
+        try:
+            await create_topic(pair.sf.direct, topic, partitions=PARTITIONS)
+        except Exception:
+            return False
+        return True
+
+    await eventually(recreated, timeout=60, message="topic recreated")
+    healed = time.monotonic()
+    await drill.write_paced(pair.sf.direct, topic, half, seconds=1, partitions=PARTITIONS, tag="b")
+    # the new incarnation's offsets start at 0 again: count by value, not aa-src
+    expected = first | {f"b:{i}" for i in range(half)}
+    result, complete_at = await drill.tally(pair.nyc.direct, topic, expected, key=_value_tag)
+    assert mirror.proc is not None
+    alive = mirror.proc.proc.poll() is None
+    mirror.proc.stop()
+    drill.report(
+        "source topic deleted and recreated",
+        delivery="at-least-once",
+        recovery_s=round(complete_at - healed, 1),
+        flow_restarts=mirror.restarts(),
+        tally=result,
+        records=2 * half,
+        faults="delete + recreate",
+    )
+    assert alive
+    assert result.lost == 0, f"lost {result.lost}, e.g. {result.missing_sample}"
+
+
+def _value_tag(record: Any) -> str:
+    return b":".join(record.value.split(b":")[:2]).decode()
