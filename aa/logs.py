@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 import structlog
@@ -91,3 +93,15 @@ def get_logger(name: str, **bound: Any) -> Any:
     if not _configured:
         configure()
     return structlog.get_logger(name, component=name, **bound)
+
+
+@contextlib.contextmanager
+def quiet_client_logs() -> Iterator[None]:
+    """aiokafka logs every refused connection at ERROR; while probing, the caller reports them."""
+    logger = logging.getLogger("aiokafka")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)

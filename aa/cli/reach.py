@@ -4,14 +4,13 @@ instead of a client library traceback and half-started clients left unclosed."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 
 from aa.admin import ClusterAdmin
 from aa.config import Topology, client_kwargs
 from aa.config.client import preflight
 from aa.errors import AaError
+from aa.logs import quiet_client_logs
 
 CONNECT_TIMEOUT_S = 15.0
 
@@ -30,18 +29,6 @@ def short_cause(exc: BaseException) -> str:
     if text.startswith("Unable to bootstrap"):
         text = "no broker answered"
     return f"{name}: {text}"
-
-
-@contextlib.contextmanager
-def quiet_client_logs() -> Iterator[None]:
-    """aiokafka logs every refused connection at ERROR; the probe reports them itself."""
-    logger = logging.getLogger("aiokafka")
-    level = logger.level
-    logger.setLevel(logging.CRITICAL)
-    try:
-        yield
-    finally:
-        logger.setLevel(level)
 
 
 async def probe(topology: Topology, dc: str, timeout_s: float = CONNECT_TIMEOUT_S) -> str | None:

@@ -20,10 +20,11 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from aa.cli.reach import known_dc, probe, quiet_client_logs, short_cause
+from aa.cli.reach import known_dc, probe, short_cause
 from aa.cli.status_model import DcStatus, ProcessSnapshot, build, flow_metrics, problems
 from aa.config import Topology, client_kwargs, load_config
 from aa.errors import AaError
+from aa.logs import quiet_client_logs
 from aa.heartbeat.model import HeartbeatView
 from aa.heartbeat.tasks import heartbeat_topics
 from aa.lag import PartitionLag, flow_lag

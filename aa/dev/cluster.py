@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-import logging
 import os
 import shutil
 import signal
@@ -24,7 +23,7 @@ import socket
 import subprocess
 import time
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -39,7 +38,7 @@ from aa.dev.artifacts import (
     log_config_flags,
 )
 from aa.errors import DevClusterError
-from aa.logs import get_logger
+from aa.logs import get_logger, quiet_client_logs
 from aa.provenance import check_dc_name
 
 DEFAULT_DCS = ("SF", "NYC", "LON")
@@ -335,18 +334,6 @@ async def _answers(bootstrap: str) -> bool:
         await client.close()
 
 
-@contextlib.contextmanager
-def _quiet_aiokafka() -> Iterator[None]:
-    """aiokafka logs every refused connection at ERROR; while probing, that is expected."""
-    logger = logging.getLogger("aiokafka")
-    before = logger.level
-    logger.setLevel(logging.CRITICAL)
-    try:
-        yield
-    finally:
-        logger.setLevel(before)
-
-
 async def _wait_healthy(
     clusters: Sequence[DevCluster], procs: dict[str, subprocess.Popen[bytes]], timeout: float
 ) -> None:
@@ -412,7 +399,7 @@ def up(
             kafka=c.kafka_version,
             logs=str(c.log_dir),
         )
-    with _quiet_aiokafka():
+    with quiet_client_logs():
         asyncio.run(_wait_healthy(clusters, procs, timeout))
     return [(c, c in to_start) for c in clusters]
 
@@ -477,5 +464,5 @@ def status(root: Path) -> list[ClusterStatus]:
     async def all_() -> list[ClusterStatus]:
         return list(await asyncio.gather(*(one(c) for c in load(root))))
 
-    with _quiet_aiokafka():
+    with quiet_client_logs():
         return asyncio.run(all_())

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from aa import provenance as pv
 from aa.config import read_mm2, read_yaml
+from aa.config.build import TOP_LEVEL
 from aa.config.load import load_config
 from aa.errors import ConfigError, ProvenanceError
 from aa.mirror.types import Skip
@@ -397,22 +398,7 @@ yaml_values = st.recursive(
     ),
     max_leaves=20,
 )
-sections = st.sampled_from(
-    [
-        "datacenters",
-        "flows",
-        "topics",
-        "loop_prevention",
-        "delivery",
-        "tuning",
-        "topic_sync",
-        "on_error",
-        "metrics",
-        "offset_sync",
-        "checkpoints",
-        "heartbeats",
-    ]
-)
+sections = st.sampled_from(list(TOP_LEVEL))
 
 
 @settings(max_examples=80, suppress_health_check=[HealthCheck.too_slow])
