@@ -24,10 +24,10 @@ from aa.cli.reach import known_dc, probe, short_cause
 from aa.cli.status_model import DcStatus, ProcessSnapshot, build, flow_metrics, problems
 from aa.config import Topology, client_kwargs, load_config
 from aa.errors import AaError
-from aa.logs import quiet_client_logs
 from aa.heartbeat.model import HeartbeatView
 from aa.heartbeat.tasks import heartbeat_topics
 from aa.lag import PartitionLag, flow_lag
+from aa.logs import quiet_client_logs
 from aa.tail import TopicReader
 
 READ_TIMEOUT_S = 20.0
