@@ -24,7 +24,6 @@ from aiokafka.errors import (
     CommitFailedError,
     IllegalStateError,
     KafkaTimeoutError,
-    UnknownTopicOrPartitionError,
 )
 from aiokafka.partitioner import murmur2
 from aiokafka.producer.message_accumulator import BatchBuilder
@@ -50,26 +49,7 @@ from aa.observe.metrics import Metrics
 from aa.offsets.writer import OffsetSyncWriter, ensure_internal_topic
 from aa.provenance import MIRRORED_AT
 
-TARGET_SLOW_LIMIT_S = 300.0
-"""How long the flow waits for a target that takes no batch before it restarts."""
-
 _round_robin = itertools.count()
-
-
-def _wait_for_leaders(producer: AIOKafkaProducer) -> None:
-    """Never expire a batch whose partition has no leader (a leader change, a target broker
-    restarting): wait for the leader instead, like every other idempotent batch.
-
-    aiokafka expires such a batch after ``request_timeout_ms`` with ``NotLeaderForPartition``
-    even on an idempotent producer, after it was given its sequence numbers; the next batch to
-    that partition then gets ``OutOfOrderSequenceNumber``, the producer is dead, and the flow's
-    restart re-copies everything in flight (issue 10, item 13). The full buffer that waiting
-    causes is backpressure (``target_slow``). aiokafka has no option for this: its private
-    accumulator TTL is set, and left alone if aiokafka renames it.
-    """
-    accumulator = getattr(producer, "_message_accumulator", None)
-    if accumulator is not None and hasattr(accumulator, "_batch_ttl"):
-        accumulator._batch_ttl = float("inf")
 
 
 def _partition_for(key: bytes | None, partitions: int) -> int:
@@ -191,7 +171,6 @@ class MirrorFlow:
                 **self.delivery.producer_options(),
             )
             await self._producer.start()
-            _wait_for_leaders(self._producer)
             stack.push_async_callback(self._producer.stop)
             if s.offset_syncs:
                 await ensure_internal_topic(target_admin, s.sync_topic)
@@ -373,24 +352,15 @@ class MirrorFlow:
     ) -> None:
         assert self._producer is not None
         builder, held = slot
-        deadline = time.monotonic() + TARGET_SLOW_LIMIT_S
         while True:
             try:
                 fut = await self._producer.send_batch(builder, target, partition=partition)
                 break
-            except (KafkaTimeoutError, UnknownTopicOrPartitionError) as exc:
-                # The producer's buffer stayed full, or the topic's metadata missing, for
-                # request_timeout_ms: the target is slow, restarting or changing leaders. Wait
-                # on (backpressure); a restart would re-copy what is in flight.
+            except KafkaTimeoutError:
+                # The producer's buffer stayed full for request_timeout_ms: the target is slow
+                # or changing leaders. Wait on (backpressure); a restart would re-copy.
                 self.metrics.errors.labels(**self._labels, kind="target-slow").inc()
-                self.log.warning("target_slow", topic=target, partition=partition, error=repr(exc))
-                if time.monotonic() > deadline:
-                    raise FlowError(
-                        f"{self.settings.name}: {self.settings.target} took no batch for "
-                        f"{TARGET_SLOW_LIMIT_S:.0f} s ({exc!r})",
-                        kind="target-slow",
-                        retriable=True,
-                    ) from exc
+                self.log.warning("target_slow", topic=target, partition=partition)
         fut.add_done_callback(retrieve)
         pending.sends.append((fut, held, target))
 
@@ -574,14 +544,7 @@ class MirrorFlow:
                 kind="offset-sync",
                 retriable=True,
             )
-        while True:
-            try:
-                await self.syncs.copied(tp, target, held, meta.offset)
-            except KafkaTimeoutError:  # the target is slow or changing leaders: wait on
-                self.metrics.errors.labels(**self._labels, kind="target-slow").inc()
-                self.log.warning("target_slow", topic=self.syncs.topic)
-            else:
-                return
+        await self.syncs.copied(tp, target, held, meta.offset)
 
     async def _refused(self, record: Any, target: str, exc: BaseException, *, alone: bool) -> None:
         """The target refused a batch holding ``record`` (``alone``: the only one in it)."""
