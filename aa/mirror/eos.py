@@ -22,7 +22,7 @@ from aiokafka import TopicPartition
 from aiokafka.errors import InvalidProducerEpoch, KafkaError, ProducerFenced, UnknownError
 
 from aa.mirror.delivery import Batch
-from aa.mirror.errors import FlowError, retrieve
+from aa.mirror.errors import FlowError
 from aa.offsets.groups import group_offsets
 from aa.offsets.writer import COMPACTED_INTERNAL_CONFIGS, ensure_internal_topic
 from aa.tail import TopicReader
@@ -187,9 +187,7 @@ class ExactlyOnce:
         sends = []
         for tp, offset in ready.items():
             value = orjson.dumps({"offset": offset, "ts": int(time.time() * 1000)})
-            fut = await self._guard(flow, producer.send(topic, value, offset_key(tp)))
-            fut.add_done_callback(retrieve)
-            sends.append(fut)
+            sends.append(await self._guard(flow, producer.send(topic, value, offset_key(tp))))
         # Every write of the transaction must be acknowledged before it commits: aiokafka
         # commits a transaction even when one of its sends failed.
         results = await asyncio.gather(*sends, return_exceptions=True)

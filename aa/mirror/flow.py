@@ -19,35 +19,51 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener, TopicPartition
 from aiokafka.errors import (
     CommitFailedError,
+    CorruptRecordException,
     IllegalStateError,
-    KafkaTimeoutError,
+    InvalidTimestampError,
+    MessageSizeTooLargeError,
+    RecordListTooLargeError,
+    UnknownError,
 )
 from aiokafka.partitioner import murmur2
 from aiokafka.producer.message_accumulator import BatchBuilder
 
 from aa.admin import ClusterAdmin
 from aa.logs import get_logger
-from aa.mirror.deadletter import (
-    BROKER_REFUSALS,
-    dead_letter,
-    refused_batch,
-    stop_before,
-)
-from aa.mirror.deadletter import DEAD_LETTER_REASON as DEAD_LETTER_REASON  # re-exported
 from aa.mirror.delivery import Delivery, delivery_for
 from aa.mirror.eos import ExactlyOnce, is_fenced
 from aa.mirror.errors import FlowError as FlowError  # re-exported: callers import it here
-from aa.mirror.errors import retrieve
-from aa.mirror.limits import TargetLimits, target_limits
+from aa.mirror.limits import TargetLimits, record_size, target_limits
 from aa.mirror.settings import FlowSettings
 from aa.mirror.topics import TopicSync
 from aa.mirror.types import Malformed, Router, Skip
 from aa.observe.metrics import Metrics
 from aa.offsets.writer import OffsetSyncWriter, ensure_internal_topic
-from aa.provenance import MIRRORED_AT
+from aa.provenance import MIRRORED_AT, SRC
+
+DEAD_LETTER_REASON = "aa-dlq-reason"
+REFUSED = {
+    "malformed-headers": "malformed provenance headers",
+    "record-too-large": "a record the target refuses as too large",
+    "invalid-record": "a record the target refuses as invalid",
+    "invalid-timestamp": "a record whose timestamp the target refuses",
+}
+"""What each kind of refused record is called in the message that stops a flow."""
+
+BROKER_REFUSALS: dict[type[BaseException], str] = {
+    MessageSizeTooLargeError: "record-too-large",
+    RecordListTooLargeError: "record-too-large",
+    CorruptRecordException: "invalid-record",
+    InvalidTimestampError: "invalid-timestamp",
+    UnknownError: "invalid-record",  # INVALID_RECORD (87) has no aiokafka class
+}
+"""Produce errors that no retry fixes (the broker refused records), by refusal kind."""
+
 
 _round_robin = itertools.count()
 
@@ -352,16 +368,7 @@ class MirrorFlow:
     ) -> None:
         assert self._producer is not None
         builder, held = slot
-        while True:
-            try:
-                fut = await self._producer.send_batch(builder, target, partition=partition)
-                break
-            except KafkaTimeoutError:
-                # The producer's buffer stayed full for request_timeout_ms: the target is slow
-                # or changing leaders. Wait on (backpressure); a restart would re-copy.
-                self.metrics.errors.labels(**self._labels, kind="target-slow").inc()
-                self.log.warning("target_slow", topic=target, partition=partition)
-        fut.add_done_callback(retrieve)
+        fut = await self._producer.send_batch(builder, target, partition=partition)
         pending.sends.append((fut, held, target))
 
     async def _refuse(
@@ -373,9 +380,23 @@ class MirrorFlow:
         self.metrics.errors.labels(**self._labels, kind=kind).inc()
         if s.on_error == "fail":
             pending.offsets[tp] = record.offset  # commit up to, not past, the refused one
-            pending.malformed = stop_before(s, tp, record, kind, detail)
+            what = REFUSED.get(kind, "a record the target refuses")
+            pending.malformed = FlowError(
+                f"{s.name}: {what} in {tp.topic}/{tp.partition}@{record.offset}: {detail}; the "
+                "flow stops before this record (fix the target topic's config, or set "
+                f"on_error: dead-letter to route such records to {s.dead_letter_topic} in "
+                f"{s.target})",
+                kind=kind,
+                retriable=False,
+            )
             return True
-        fut = await self._dead_letter(record, tp, kind, f"{kind}: {detail}")
+        fut = await self._dead_letter(
+            record,
+            tp,
+            f"{kind}: {detail}",
+            keep_value=kind != "record-too-large",
+            keep_timestamp=kind != "invalid-timestamp",
+        )
         pending.sends.append((fut, [record], s.dead_letter_topic))
         self.metrics.dead_lettered.labels(**self._labels, topic=tp.topic, reason=kind).inc()
         return False
@@ -459,20 +480,30 @@ class MirrorFlow:
             ).set(max(0, high - next_offset))
 
     async def _dead_letter(
-        self, record: Any, tp: TopicPartition, kind: str, reason: str
+        self,
+        record: Any,
+        tp: TopicPartition,
+        reason: str,
+        *,
+        keep_value: bool = True,
+        keep_timestamp: bool = True,
     ) -> asyncio.Future[Any]:
         assert self._producer is not None
-        dead = dead_letter(self.settings.source, record, tp, kind, reason)
+        ref = f"{self.settings.source}/{tp.topic}/{tp.partition}/{record.offset}"
+        headers = [
+            *(record.headers or ()),
+            (DEAD_LETTER_REASON, reason.encode()),
+            (SRC, ref.encode()),
+        ]
+        key, value = record.key, record.value
+        if not keep_value:  # a reference, so the dead-letter record itself fits
+            value = orjson.dumps({"src": ref, "reason": reason, "bytes": record_size(record)})
+        # a refused timestamp would be refused again: the dead letter gets the current time
+        ts = record.timestamp if keep_timestamp else None
         fut: asyncio.Future[Any] = await self._producer.send(
-            self.settings.dead_letter_topic,
-            dead.value,
-            dead.key,
-            None,
-            dead.timestamp_ms,
-            dead.headers,
+            self.settings.dead_letter_topic, value, key, None, ts, headers
         )
-        fut.add_done_callback(retrieve)
-        self.log.warning("dead_lettered", src=dead.src, reason=reason)
+        self.log.warning("dead_lettered", src=ref, reason=reason)
         return fut
 
     # -- commit side ------------------------------------------------------------------------
@@ -564,11 +595,24 @@ class MirrorFlow:
         if s.on_error == "dead-letter" and target != s.dead_letter_topic and alone:
             tp = TopicPartition(record.topic, record.partition)
             reason = f"{kind}: refused by {target} ({type(exc).__name__})"
-            await (await self._dead_letter(record, tp, kind, reason))
+            fut = await self._dead_letter(
+                record,
+                tp,
+                reason,
+                keep_value=kind != "record-too-large",
+                keep_timestamp=kind != "invalid-timestamp",
+            )
+            await fut
             self.metrics.dead_lettered.labels(**self._labels, topic=record.topic, reason=kind).inc()
             return
         # A restart would send the same records and be refused again: stop for good.
-        raise refused_batch(s, record, target, kind, exc) from exc
+        raise FlowError(
+            f"{s.name}: {s.target}/{target} refused the batch holding {where} ({exc!r}); no "
+            "retry can fix this, so the flow stops before it; fix the target topic's config "
+            "(or, for a single record, set on_error: dead-letter)",
+            kind=kind,
+            retriable=False,
+        ) from exc
 
     @property
     def producer(self) -> AIOKafkaProducer:
