@@ -23,7 +23,8 @@ pytestmark = pytest.mark.unit
 async def _until(check: object, timeout: float = 30.0) -> None:
     deadline = asyncio.get_running_loop().time() + timeout
     while not check():  # type: ignore[operator]
-        assert asyncio.get_running_loop().time() < deadline, "condition not reached"
+        if asyncio.get_running_loop().time() >= deadline:  # a polling deadline, not a timing
+            raise AssertionError("condition not reached")
         await asyncio.sleep(0.01)
 
 
