@@ -3,24 +3,11 @@
 from __future__ import annotations
 
 import contextlib
-import socket
 import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from aa.dev import cluster as devcluster
-
-
-def _free_ports(n: int) -> list[int]:
-    socks = []
-    for _ in range(n):
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        socks.append(s)
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
 
 
 def parse_bootstrap(raw: str) -> dict[str, str]:
@@ -38,7 +25,7 @@ def dedicated(
     """Start one fresh broker per DC in a temporary folder; stop them (and wipe it) on exit."""
     with tempfile.TemporaryDirectory(prefix="aa-bench-", dir=keep) as tmp:
         root = Path(tmp)
-        ports = _free_ports(2 * len(names))
+        ports = devcluster.free_ports(2 * len(names))
         specs = [
             devcluster.DevCluster(n, ports[2 * i], ports[2 * i + 1], root / n)
             for i, n in enumerate(names)

@@ -49,19 +49,6 @@ def _port_free(port: int) -> bool:
     return True
 
 
-def free_ports(n: int) -> list[int]:
-    """``n`` distinct ports the kernel reports free now."""
-    socks, ports = [], []
-    for _ in range(n):
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        socks.append(s)
-        ports.append(s.getsockname()[1])
-    for s in socks:
-        s.close()
-    return ports
-
-
 @dataclass
 class Demo:
     """What the demo started, so that it can stop exactly that."""
@@ -82,7 +69,7 @@ class Demo:
         known = {c.name: c for c in cluster.load(self.home)}
         if not free:
             return cluster.plan(list(DCS), self.home)
-        ports = iter(free_ports(2 * len(DCS)))
+        ports = iter(cluster.free_ports(2 * len(DCS)))
         return [
             known.get(dc) or cluster.DevCluster(dc, next(ports), next(ports), self.home / dc)
             for dc in DCS
@@ -128,7 +115,7 @@ class Demo:
         if dc in self.metrics:  # a restart keeps its URL
             return int(self.metrics[dc].rsplit(":", 1)[1])
         port = METRICS_BASE_PORT + DCS.index(dc)
-        return port if not self.free and _port_free(port) else free_ports(1)[0]
+        return port if not self.free and _port_free(port) else cluster.free_ports(1)[0]
 
     def start_mirror(self, dc: str, config: Path) -> None:
         """`aa run --dc DC` as a process of its own, its log in the output folder."""

@@ -18,7 +18,6 @@ from __future__ import annotations
 import concurrent.futures
 import os
 import re
-import socket
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -92,21 +91,9 @@ class DcCluster:
     bootstrap: str
 
 
-def _free_ports(n: int) -> list[int]:
-    socks, ports = [], []
-    for _ in range(n):
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        socks.append(s)
-        ports.append(s.getsockname()[1])
-    for s in socks:
-        s.close()
-    return ports
-
-
 def start_local_clusters(names: tuple[str, ...], root: Path) -> list[devcluster.DevCluster]:
     """Start one broker per name on free ports under ``root`` with the product launcher."""
-    ports = _free_ports(2 * len(names))
+    ports = devcluster.free_ports(2 * len(names))
     specs = [
         devcluster.DevCluster(name, ports[2 * i], ports[2 * i + 1], root / name)
         for i, name in enumerate(names)
@@ -176,3 +163,6 @@ def unique_name(request: pytest.FixtureRequest) -> Callable[[str], str]:
         return f"{hint}-{test}-{uuid.uuid4().hex[:8]}"
 
     return make
+
+
+_free_ports = devcluster.free_ports  # the name drill and security tests import

@@ -466,3 +466,16 @@ def status(root: Path) -> list[ClusterStatus]:
 
     with quiet_client_logs():
         return asyncio.run(all_())
+
+
+def free_ports(n: int) -> list[int]:
+    """``n`` distinct loopback ports the kernel reports free now (for clusters on free ports)."""
+    socks, ports = [], []
+    for _ in range(n):
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        socks.append(s)
+        ports.append(s.getsockname()[1])
+    for s in socks:
+        s.close()
+    return ports
