@@ -5,7 +5,11 @@ The background loops (heartbeats, checkpoints, lag export: ``extra_tasks``) are 
 same way: a loop that raises — or returns before stop — is logged with its traceback
 (``background_task_failed``), counted in ``aa_background_task_failures_total{task}``, restarted
 with the same exponential backoff, and shown under ``tasks`` in `/healthz`. Nothing dies
-silently."""
+silently.
+
+A process that seems stuck can be asked where it waits: SIGUSR1 logs ``task_dump``, one line per
+asyncio task with the chain of awaits it is suspended in; a task that misses the shutdown
+deadline is dumped the same way before it is cancelled."""
 
 from __future__ import annotations
 
@@ -24,6 +28,21 @@ from aa.mirror.types import Router
 from aa.observe.metrics import Metrics
 
 log = get_logger("aa.supervisor")
+
+
+def task_stack(task: asyncio.Task[Any]) -> list[str]:
+    """Where a task is suspended: ``file:line function`` per frame of its await chain."""
+    return [
+        f"{f.f_code.co_filename}:{f.f_lineno} {f.f_code.co_name}" for f in task.get_stack(limit=40)
+    ]
+
+
+def dump_tasks(reason: str, only: set[asyncio.Task[Any]] | None = None) -> None:
+    """Log every asyncio task (or ``only`` these) with its await chain: ``task_dump``."""
+    tasks = only if only is not None else asyncio.all_tasks()
+    for task in sorted(tasks, key=lambda t: t.get_name()):
+        if not task.done():
+            log.warning("task_dump", reason=reason, task=task.get_name(), stack=task_stack(task))
 
 
 @dataclass(slots=True)
@@ -98,6 +117,7 @@ class Supervisor:
         if install_signals:
             for sig in (signal.SIGTERM, signal.SIGINT):
                 loop.add_signal_handler(sig, self.stop)
+            loop.add_signal_handler(signal.SIGUSR1, dump_tasks, "SIGUSR1")
         try:
             tasks = [asyncio.create_task(self._keep(s, r), name=s.name) for s, r in self._flows]
             for i, extra in enumerate(self.extra_tasks):
@@ -107,6 +127,8 @@ class Supervisor:
             await self.stopping.wait()
             log.info("shutdown_started", timeout_s=self._shutdown_timeout)
             _, late = await asyncio.wait(tasks, timeout=self._shutdown_timeout)
+            if late:
+                dump_tasks("shutdown_timeout")  # every task: the stuck one may wait on another
             for t in late:
                 log.warning("shutdown_timeout", task=t.get_name())
                 t.cancel()
@@ -115,7 +137,7 @@ class Supervisor:
                     await t
         finally:
             if install_signals:
-                for sig in (signal.SIGTERM, signal.SIGINT):
+                for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1):
                     loop.remove_signal_handler(sig)
         log.info("shutdown_complete")
 
