@@ -65,6 +65,11 @@ BROKER_REFUSALS: dict[type[BaseException], str] = {
 """Produce errors that no retry fixes (the broker refused records), by refusal kind."""
 
 
+REBALANCE_TIMEOUT_MS = 300_000
+"""How long the group waits for a member's revoke (drain and commit) before evicting it: the
+Java client's max.poll.interval.ms. aiokafka defaults to the session timeout (10 s), which
+evicted a member whose drain waited on a slow target, so its commit was refused."""
+
 _round_robin = itertools.count()
 
 
@@ -202,6 +207,7 @@ class MirrorFlow:
                 fetch_max_bytes=s.fetch_max_bytes,
                 max_partition_fetch_bytes=s.max_partition_fetch_bytes,
                 metadata_max_age_ms=int(s.topic_sync_interval_s * 1000),
+                rebalance_timeout_ms=REBALANCE_TIMEOUT_MS,
             )
             await self._consumer.start()
             stack.push_async_callback(self._consumer.stop)

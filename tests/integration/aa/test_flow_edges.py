@@ -123,6 +123,71 @@ async def test_batch_routed_during_revoke_is_not_produced_after_it(
     assert [v for v, n in counts.items() if n > 1] == []
 
 
+class _SlowDuringRebalance(MirrorFlow):
+    """Once the group starts rebalancing, its first produced batch takes ``hold_s`` longer
+    (a slow target): the revoke waits that long for it."""
+
+    def __init__(self, settings: FlowSettings, router: OriginOnlyRouter, hold_s: float) -> None:
+        super().__init__(settings, router, Metrics())
+        self.routing = asyncio.Event()
+        self.released = asyncio.Event()
+        self.hold_s = hold_s
+
+    async def _submit(self, slot: Any, target: str, partition: int, pending: Any) -> None:
+        if not self.routing.is_set():
+            self.routing.set()
+            client, group = self.settings.source_client, self.settings.group_id
+            await eventually(
+                lambda: _is_state(client, group, "PreparingRebalance"),
+                timeout=120,
+                message="the second member started a rebalance",
+            )
+            await asyncio.sleep(self.hold_s)  # the fault: a batch slower than the session
+            self.released.set()
+        await super()._submit(slot, target, partition, pending)
+
+
+async def _is_state(client: Any, group: str, state: str) -> bool:
+    return (await group_state(client, group)).state == state
+
+
+async def test_revoke_slower_than_the_session_timeout_keeps_the_member_and_its_commit(
+    dc_clusters: dict[str, DcCluster], unique_name: Names
+) -> None:
+    """A revoke that waits for a batch longer than the consumer's session timeout (10 s): the
+    group must wait for the member (Java's rebalance timeout is max.poll.interval.ms, aiokafka's
+    default is the session timeout) instead of evicting it, so its commit lands and the new
+    owner does not copy the whole partition a second time."""
+    sf, nyc = dc_clusters["SF"].bootstrap, dc_clusters["NYC"].bootstrap
+    topic = await create_topic(sf, unique_name("slowrevoke"), partitions=2)
+    await produce(sf, topic, [Rec(None, f"{i}".encode(), partition=i % 2) for i in range(200)])
+    settings = FlowSettings(
+        "SF",
+        "NYC",
+        {"bootstrap_servers": sf},
+        {"bootstrap_servers": nyc},
+        group_id=unique_name("g"),
+    )
+    router = OriginOnlyRouter("SF", "NYC", exact(topic))
+    first = _SlowDuringRebalance(settings, router, hold_s=15.0)
+    stop = asyncio.Event()
+    task = asyncio.create_task(first.run(stop))
+    try:
+        await asyncio.wait_for(first.routing.wait(), 60)
+        async with running_flow(settings, router):
+            await consume_all(nyc, topic, count=200, timeout=120)
+            await asyncio.wait_for(first.released.wait(), 120)
+            stop.set()
+            await asyncio.wait_for(task, 60)  # the held batch is produced or dropped by now
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 60)
+    got = await consume_all(nyc, topic, count=200, timeout=60, settle=3.0)
+    counts = Counter(r.value for r in got)
+    assert len(counts) == 200
+    assert [v for v, n in counts.items() if n > 1] == []
+
+
 async def test_source_partitions_grown_keep_their_partition_while_topic_sync_catches_up(
     dc_clusters: dict[str, DcCluster], unique_name: Names
 ) -> None:
