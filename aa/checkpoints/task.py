@@ -16,7 +16,7 @@ from aiokafka import AIOKafkaProducer, TopicPartition
 
 from aa.admin import ClusterAdmin
 from aa.checkpoints.model import Checkpoint, Checkpoints
-from aa.config import Topology, client_kwargs
+from aa.config import Topology, client_kwargs, names
 from aa.errors import AaError
 from aa.logs import get_logger
 from aa.observe.metrics import Metrics
@@ -37,7 +37,7 @@ class CheckpointWriteError(AaError):
 
 
 def checkpoint_topic(topology: Topology, source: str, target: str) -> str:
-    return topology.checkpoints.topic.format(source=source, target=target)
+    return names.for_flow(topology.checkpoints.topic, source, target)
 
 
 def selected(topology: Topology, groups: list[str]) -> list[str]:
@@ -47,7 +47,7 @@ def selected(topology: Topology, groups: list[str]) -> list[str]:
     return [
         g
         for g in groups
-        if not g.startswith("aa.")  # the mirror's own groups
+        if not names.is_own_group(g)
         and any(p.fullmatch(g) for p in inc)
         and not any(p.fullmatch(g) for p in exc)
     ]

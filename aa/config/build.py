@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any, cast
 
+from aa.config import names
 from aa.config.fields import Field, get, require
 from aa.config.graph import full_mesh, hub_and_spoke, sort_flows
 from aa.config.model import (
@@ -59,7 +60,7 @@ TOP_LEVEL = (
 DC_FIELDS = ("bootstrap", "security_protocol", "ssl", "sasl")
 SSL_FIELDS = ("cafile", "certfile", "keyfile")
 SASL_FIELDS = ("mechanism", "username", "password", "token_provider")
-RESERVED_DC_NAMES = frozenset({"aa"})
+RESERVED_DC_NAMES = frozenset({names.PREFIX.rstrip(".")})
 """``aa.`` starts aa's internal topic names, so no DC may be called ``aa``."""
 _FLOW = re.compile(r"^\s*([^\s\->]+)\s*->\s*([^\s\->]+)\s*$")
 _HOST_PORT = re.compile(r"^[^\s:,]+:(\d{1,5})$")

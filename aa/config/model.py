@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from aa.config import names
 from aa.config.secret import Secret
 
 SecurityProtocol = Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]
@@ -149,11 +150,11 @@ class OnError:
     reference to it) to ``dead_letter_topic`` in the target and goes on."""
 
     action: ErrorAction = "fail"
-    dead_letter_topic: str = "aa.dead-letter.{source}"
+    dead_letter_topic: str = names.DEAD_LETTER_TOPIC
     """Template; ``{source}`` and ``{target}`` are replaced by the flow's DCs."""
 
     def dead_letter_for(self, flow: Flow) -> str:
-        return self.dead_letter_topic.format(source=flow.source, target=flow.target)
+        return names.for_flow(self.dead_letter_topic, flow.source, flow.target)
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,7 +168,7 @@ class OffsetSyncs:
     """Offset syncs (source offset -> target offset) written by each flow (issue 7)."""
 
     enabled: bool = True
-    topic: str = "aa.offset-syncs.{source}.internal"
+    topic: str = names.OFFSET_SYNCS_TOPIC
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,7 +180,7 @@ class Checkpoints:
     groups: TopicFilter = TopicFilter((".*",), DEFAULT_GROUP_EXCLUDE)
     interval_s: float = 60.0
     apply: bool = False
-    topic: str = "aa.checkpoints.{source}.internal"
+    topic: str = names.CHECKPOINTS_TOPIC
 
 
 @dataclass(frozen=True, slots=True)

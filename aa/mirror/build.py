@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from aa.config import Flow, Topology, client_kwargs
+from aa.config import Flow, Topology, client_kwargs, names
 from aa.errors import ConfigError
 from aa.mirror.settings import FlowSettings
 from aa.policy import FlowRouter, RouteTable
@@ -12,7 +12,7 @@ from aa.policy import FlowRouter, RouteTable
 
 def group_id(flow: Flow) -> str:
     """The consumer group every process running ``flow`` shares (it splits the partitions)."""
-    return f"aa.mirror.{flow.source}.{flow.target}"
+    return names.for_flow(names.MIRROR_GROUP, flow.source, flow.target)
 
 
 def flow_settings(

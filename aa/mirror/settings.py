@@ -1,17 +1,28 @@
-"""What one flow needs to run, resolved from the topology config (see ``aa.mirror.plan``)."""
+"""What one flow needs to run, resolved from the topology config (see :mod:`aa.mirror.build`).
+
+The defaults are not written here: they are the topology's (:mod:`aa.config.model`), so a flow
+made directly (tests, the bench) behaves like one built from a topology file that leaves the
+setting out; topic names left empty are filled from :mod:`aa.config.names` for the flow.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
-from aa.config import model
+from aa.config import model, names
 
 OnError = Literal["fail", "dead-letter"]
 DeliveryMode = Literal["at-least-once", "exactly-once"]
 
 DEFAULT_CONFIG_EXCLUDE = frozenset(model.DEFAULT_CONFIG_EXCLUDE)
+
+_TUNING = model.Tuning()
+_TOPIC_SYNC = model.TopicSync()
+_ON_ERROR = model.OnError()
+_OFFSET_SYNC = model.OffsetSyncs()
+_TOPOLOGY_DELIVERY: DeliveryMode = {f.name: f.default for f in fields(model.Topology)}["delivery"]  # type: ignore[assignment]
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,28 +34,38 @@ class FlowSettings:
     source_client: Mapping[str, Any]
     target_client: Mapping[str, Any]
     group_id: str
-    max_poll_records: int = 2000
-    fetch_max_bytes: int = 16 * 1024 * 1024
-    max_partition_fetch_bytes: int = 1024 * 1024
-    batch_size: int = 512 * 1024
-    linger_ms: int = 0
-    compression: str | None = None
-    max_inflight_batches: int = 4
-    commit_interval_s: float = 1.0
-    request_timeout_ms: int = 30_000
-    on_error: OnError = "fail"
-    dead_letter_topic: str = "aa.dead-letter"
-    topic_sync: bool = True
-    topic_sync_interval_s: float = 30.0
+    max_poll_records: int = _TUNING.max_poll_records
+    fetch_max_bytes: int = _TUNING.fetch_max_bytes
+    max_partition_fetch_bytes: int = _TUNING.max_partition_fetch_bytes
+    batch_size: int = _TUNING.batch_size
+    linger_ms: int = _TUNING.linger_ms
+    compression: str | None = None if _TUNING.compression == "none" else _TUNING.compression
+    max_inflight_batches: int = _TUNING.max_in_flight
+    commit_interval_s: float = _TUNING.commit_interval_s
+    request_timeout_ms: int = _TUNING.request_timeout_ms
+    on_error: OnError = _ON_ERROR.action
+    dead_letter_topic: str = ""
+    """Where refused records go ("" = the topology's default template for this flow)."""
+    topic_sync: bool = _TOPIC_SYNC.enabled
+    topic_sync_interval_s: float = _TOPIC_SYNC.interval_s
     config_exclude: frozenset[str] = field(default_factory=lambda: DEFAULT_CONFIG_EXCLUDE)
-    delivery: DeliveryMode = "at-least-once"
+    delivery: DeliveryMode = _TOPOLOGY_DELIVERY
     offsets_topic: str = ""
     """Exactly-once: where the source offsets are stored on the target ("" = the default
     ``aa.offsets.<source>.internal``)."""
     transaction_timeout_ms: int = 60_000
-    offset_syncs: bool = True
+    offset_syncs: bool = _OFFSET_SYNC.enabled
     offset_sync_topic: str = ""
     """Offset syncs on the target ("" = the default ``aa.offset-syncs.<source>.internal``)."""
+
+    def __post_init__(self) -> None:
+        for attr, template in (
+            ("dead_letter_topic", _ON_ERROR.dead_letter_topic),
+            ("offsets_topic", names.EOS_OFFSETS_TOPIC),
+            ("offset_sync_topic", _OFFSET_SYNC.topic),
+        ):
+            if not getattr(self, attr):
+                object.__setattr__(self, attr, names.for_flow(template, self.source, self.target))
 
     @property
     def name(self) -> str:
@@ -52,14 +73,14 @@ class FlowSettings:
 
     @property
     def eos_offsets_topic(self) -> str:
-        return self.offsets_topic or f"aa.offsets.{self.source}.internal"
+        return self.offsets_topic
 
     @property
     def sync_topic(self) -> str:
-        return self.offset_sync_topic or f"aa.offset-syncs.{self.source}.internal"
+        return self.offset_sync_topic
 
     @property
     def transactional_id(self) -> str:
         """One id per flow: a restarted or second process of the flow fences the older one
         (exactly-once runs one process per flow; see docs/operations.md)."""
-        return f"aa.eos.{self.source}.{self.target}"
+        return names.for_flow(names.TRANSACTIONAL_ID, self.source, self.target)

@@ -12,14 +12,16 @@ from typing import Any
 
 import orjson
 
+from aa.config.model import MetricsEndpoint
 from aa.observe.metrics import Metrics
 
 Health = Callable[[], tuple[bool, dict[str, Any]]]
+_DEFAULT = MetricsEndpoint()  # the config's defaults (metrics.host, metrics.port)
 
 
 class MetricsServer:
     def __init__(
-        self, metrics: Metrics, health: Health, host: str = "127.0.0.1", port: int = 9464
+        self, metrics: Metrics, health: Health, host: str = _DEFAULT.host, port: int = _DEFAULT.port
     ) -> None:
         self._metrics = metrics
         self._health = health

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable
 
-from aa.config import Topology, client_kwargs
+from aa.config import Topology, client_kwargs, names
 from aa.errors import AaError
 from aa.offsets.groups import GroupError, group_offsets, list_groups
 from aa.offsets.store import OffsetSyncStore
@@ -17,7 +17,7 @@ CONNECT_TIMEOUT_S = 20.0
 
 
 def sync_topic(topology: Topology, source: str, target: str) -> str:
-    return topology.offset_sync.topic.format(source=source, target=target)
+    return names.for_flow(topology.offset_sync.topic, source, target)
 
 
 def needed(topology: Topology, source: str, target: str) -> list[tuple[str, str]]:

@@ -5,17 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from aa.config import names
 from aa.config.model import PrefixStyle, Topology
 from aa.protocols import ReplicationPolicy
-
-AA_INTERNAL_PREFIX = "aa."
-"""aa's own topics (dead letters, offset syncs, checkpoints) start with this; never copied."""
 
 
 def is_internal(topic: str) -> bool:
     """Kafka's ``__*`` and ``.*`` topics, MM2's ``*.internal`` / ``*-internal`` and ``mm2-*``
     topics, and aa's own ``aa.*`` topics. Heartbeats are *not* internal: they are copied."""
-    return topic.startswith(("__", ".", AA_INTERNAL_PREFIX, "mm2-")) or topic.endswith(
+    return topic.startswith(("__", ".", names.PREFIX, "mm2-")) or topic.endswith(
         (".internal", "-internal")
     )
 
