@@ -7,60 +7,44 @@ file, the field path and what is allowed.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import Any, cast
 
-from aa.config import names
 from aa.config.fields import Field, get, require
 from aa.config.graph import full_mesh, hub_and_spoke, sort_flows
+from aa.config.kinds import read_filter
 from aa.config.model import (
-    DEFAULT_CONFIG_EXCLUDE,
     SASL_MECHANISMS,
     SECURITY_PROTOCOLS,
-    Checkpoints,
-    Compression,
     Datacenter,
-    Delivery,
     Direction,
-    ErrorAction,
     Flow,
     FlowGraph,
-    HeadersTopicSync,
-    Heartbeats,
-    LoopMode,
     LoopPrevention,
-    MetricsEndpoint,
-    OffsetSyncs,
-    OnError,
-    PrefixStyle,
     SaslMechanism,
     SecurityProtocol,
     TopicFilter,
-    TopicSync,
     Topology,
-    Tuning,
 )
+from aa.config.names import PREFIX
+from aa.config.schema import read_section, read_setting, sections, settings_of
 from aa.config.secret import Secret
 from aa.provenance import DC_NAME
 
-TOP_LEVEL = (
-    "datacenters",
-    "flows",
-    "topics",
-    "loop_prevention",
-    "delivery",
-    "tuning",
-    "topic_sync",
-    "on_error",
-    "metrics",
-    "offset_sync",
-    "checkpoints",
-    "heartbeats",
+_STRUCTURE = ("datacenters", "flows")
+"""Top-level keys read by hand below: their rules span fields (DC names, the flow graph)."""
+_SECTIONS = dict(sections(Topology))
+_TOP_SETTINGS = settings_of(Topology)
+TOP_LEVEL = tuple(
+    f.name
+    for f in dataclasses.fields(Topology)
+    if f.name in _STRUCTURE or f.name in _SECTIONS or any(d.name == f.name for d in _TOP_SETTINGS)
 )
 DC_FIELDS = ("bootstrap", "security_protocol", "ssl", "sasl")
 SSL_FIELDS = ("cafile", "certfile", "keyfile")
 SASL_FIELDS = ("mechanism", "username", "password", "token_provider")
-RESERVED_DC_NAMES = frozenset({names.PREFIX.rstrip(".")})
+RESERVED_DC_NAMES = frozenset({PREFIX.rstrip(".")})
 """``aa.`` starts aa's internal topic names, so no DC may be called ``aa``."""
 _FLOW = re.compile(r"^\s*([^\s\->]+)\s*->\s*([^\s\->]+)\s*$")
 _HOST_PORT = re.compile(r"^[^\s:,]+:(\d{1,5})$")
@@ -83,25 +67,17 @@ def build_topology(raw: Any, file: str, *, ignored: tuple[str, ...] = ()) -> Top
                     "DC names without the separator, or another loop_prevention.separator",
                 )
     graph, flows = _flows(get(top, "flows", root), root.child("flows", None), names)
-    topics_field = get(top, "topics", root)
     return Topology(
         datacenters=dcs,
         flows=flows,
         graph=graph,
-        topics=_filter(topics_field) if topics_field else TopicFilter(),
         loop_prevention=loop,
-        delivery=cast(
-            Delivery,
-            _opt(top, "delivery", root, lambda f: f.choice(("at-least-once", "exactly-once")))
-            or "at-least-once",
-        ),
-        tuning=_tuning(get(top, "tuning", root)),
-        topic_sync=_topic_sync(get(top, "topic_sync", root)),
-        on_error=_on_error(get(top, "on_error", root)),
-        metrics=_metrics(get(top, "metrics", root)),
-        offset_sync=_offset_sync(get(top, "offset_sync", root)),
-        checkpoints=_checkpoints(get(top, "checkpoints", root)),
-        heartbeats=_heartbeats(get(top, "heartbeats", root)),
+        **{d.name: read_setting(d, top, root) for d in _TOP_SETTINGS},
+        **{
+            name: read_section(cls, get(top, name, root))
+            for name, cls in _SECTIONS.items()
+            if name != "loop_prevention"
+        },
         source_file=file,
         ignored=ignored,
     )
@@ -252,7 +228,7 @@ def _flow_item(item: Field, names: tuple[str, ...]) -> Flow:
         text = key
         sub = opts.mapping(("topics",))
         tf = get(sub, "topics", opts)
-        topics = _filter(tf) if tf else None
+        topics = read_filter(tf) if tf else None
     elif isinstance(item.value, str):
         text = item.value
     else:
@@ -274,165 +250,10 @@ def _flow_item(item: Field, names: tuple[str, ...]) -> Flow:
 # -- topics and loop prevention ----------------------------------------------------------------
 
 
-def _filter(node: Field, default_exclude: tuple[str, ...] = ()) -> TopicFilter:
-    """A plain list (or string) is the include list; or {include: [...], exclude: [...]}."""
-    if isinstance(node.value, dict):
-        fields = node.mapping(("include", "exclude"))
-        inc = get(fields, "include", node)
-        exc = get(fields, "exclude", node)
-        return TopicFilter(
-            inc.regex_list() if inc else (".*",),
-            exc.regex_list() if exc else default_exclude,
-        )
-    return TopicFilter(node.regex_list(), default_exclude)
-
-
 def _loop_prevention(node: Field | None) -> LoopPrevention:
-    if node is None:
-        return LoopPrevention()
-    if isinstance(node.value, str):
-        return LoopPrevention(cast(LoopMode, node.choice(("headers", "prefix"))))
-    fields = node.mapping(("mode", "separator", "style"))
-    mode = cast(LoopMode, require(fields, "mode", node).choice(("headers", "prefix")))
-    sep_f = get(fields, "separator", node)
-    sep = sep_f.text() if sep_f else "."
-    if sep_f and (any(c.isspace() for c in sep) or any(c in sep for c in ",/")):
-        raise sep_f.error(
-            f"invalid separator {sep!r}", "a non-empty string without spaces, ',' or '/'"
-        )
-    style = cast(
-        PrefixStyle, _opt(fields, "style", node, lambda f: f.choice(("rename", "book"))) or "rename"
-    )
-    if mode == "headers" and (sep_f or "style" in fields):
+    loop = read_section(LoopPrevention, node)
+    given = node.value if node is not None and isinstance(node.value, dict) else {}
+    if loop.mode == "headers" and (given.get("separator") is not None or "style" in given):
+        assert node is not None
         raise node.error("separator and style apply to mode: prefix only", "mode: prefix")
-    return LoopPrevention(mode, sep, style)
-
-
-# -- the other sections ------------------------------------------------------------------------
-
-
-def _tuning(node: Field | None) -> Tuning:
-    d = Tuning()
-    if node is None:
-        return d
-    f = node.mapping(tuple(Tuning.__dataclass_fields__))
-
-    def i(key: str, lo: int, default: int) -> int:
-        v = get(f, key, node)
-        return default if v is None else v.integer(lo=lo)
-
-    comp = get(f, "compression", node)
-    interval = get(f, "commit_interval_s", node)
-    return Tuning(
-        fetch_max_bytes=i("fetch_max_bytes", 1024, d.fetch_max_bytes),
-        max_partition_fetch_bytes=i("max_partition_fetch_bytes", 1024, d.max_partition_fetch_bytes),
-        max_poll_records=i("max_poll_records", 1, d.max_poll_records),
-        batch_size=i("batch_size", 1024, d.batch_size),
-        linger_ms=i("linger_ms", 0, d.linger_ms),
-        compression=(
-            cast(Compression, comp.choice(("none", "gzip", "snappy", "lz4", "zstd")))
-            if comp
-            else d.compression
-        ),
-        max_in_flight=i("max_in_flight", 1, d.max_in_flight),
-        commit_interval_s=interval.number(positive=True) if interval else d.commit_interval_s,
-        request_timeout_ms=i("request_timeout_ms", 1000, d.request_timeout_ms),
-    )
-
-
-def _topic_sync(node: Field | None) -> TopicSync:
-    if node is None:
-        return TopicSync()
-    keys = ("enabled", "interval_s", "config_exclude", "headers_mode")
-    f = node.mapping(keys)
-    en, iv, ce, hm = (get(f, k, node) for k in keys)
-    return TopicSync(
-        enabled=en.boolean() if en else True,
-        interval_s=iv.number(positive=True) if iv else 30.0,
-        config_exclude=ce.str_list() if ce else DEFAULT_CONFIG_EXCLUDE,
-        headers_mode=cast(HeadersTopicSync, hm.choice(("create-only", "sync")))
-        if hm
-        else "create-only",
-    )
-
-
-def _on_error(node: Field | None) -> OnError:
-    if node is None:
-        return OnError()
-    if isinstance(node.value, str):
-        return OnError(cast(ErrorAction, node.choice(("fail", "dead-letter"))))
-    f = node.mapping(("action", "dead_letter_topic"))
-    action = cast(ErrorAction, require(f, "action", node).choice(("fail", "dead-letter")))
-    topic_f = get(f, "dead_letter_topic", node)
-    topic = topic_f.text() if topic_f else OnError().dead_letter_topic
-    if topic_f:
-        _template(topic_f, ("source", "target"))
-    return OnError(action, topic)
-
-
-def _template(node: Field, names: tuple[str, ...]) -> None:
-    text = node.text()
-    try:
-        out = text.format(**dict.fromkeys(names, "X"))
-    except (KeyError, IndexError, ValueError) as exc:
-        allowed = ", ".join("{" + n + "}" for n in names)
-        raise node.error(f"invalid placeholder in {text!r} ({exc})", allowed) from None
-    if not re.fullmatch(r"[A-Za-z0-9._-]{1,249}", out):
-        raise node.error(f"{text!r} is not a valid topic name", "letters, digits, '.', '_', '-'")
-
-
-def _metrics(node: Field | None) -> MetricsEndpoint:
-    if node is None:
-        return MetricsEndpoint()
-    f = node.mapping(("host", "port"))
-    host, port = get(f, "host", node), get(f, "port", node)
-    return MetricsEndpoint(
-        host=host.text() if host else "127.0.0.1",
-        port=port.integer(lo=0, hi=65535) if port else 9464,
-    )
-
-
-def _offset_sync(node: Field | None) -> OffsetSyncs:
-    if node is None:
-        return OffsetSyncs()
-    f = node.mapping(("enabled", "topic"))
-    en, topic = get(f, "enabled", node), get(f, "topic", node)
-    if topic:
-        _template(topic, ("source", "target"))
-    return OffsetSyncs(
-        enabled=en.boolean() if en else True, topic=topic.text() if topic else OffsetSyncs().topic
-    )
-
-
-def _checkpoints(node: Field | None) -> Checkpoints:
-    d = Checkpoints()
-    if node is None:
-        return d
-    f = node.mapping(("enabled", "groups", "interval_s", "apply", "topic"))
-    en, gr, iv, ap, topic = (
-        get(f, k, node) for k in ("enabled", "groups", "interval_s", "apply", "topic")
-    )
-    if topic:
-        _template(topic, ("source", "target"))
-    return Checkpoints(
-        enabled=en.boolean() if en else d.enabled,
-        groups=_filter(gr, d.groups.exclude) if gr else d.groups,
-        interval_s=iv.number(positive=True) if iv else d.interval_s,
-        apply=ap.boolean() if ap else d.apply,
-        topic=topic.text() if topic else d.topic,
-    )
-
-
-def _heartbeats(node: Field | None) -> Heartbeats:
-    d = Heartbeats()
-    if node is None:
-        return d
-    f = node.mapping(("enabled", "interval_s", "topic"))
-    en, iv, topic = (get(f, k, node) for k in ("enabled", "interval_s", "topic"))
-    if topic:
-        _template(topic, ())
-    return Heartbeats(
-        enabled=en.boolean() if en else d.enabled,
-        interval_s=iv.number(positive=True) if iv else d.interval_s,
-        topic=topic.text() if topic else d.topic,
-    )
+    return loop

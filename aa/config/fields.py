@@ -8,6 +8,7 @@ with where it came from; its accessors check the type and range and raise
 from __future__ import annotations
 
 import contextlib
+import difflib
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -50,8 +51,11 @@ class Field:
                 raise self.error(f"keys must be strings, got {key!r}")
             if allowed is not None and key not in allowed:
                 where = self.path or "the top level"
+                near = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
+                hint = f"; did you mean {near[0]!r}?" if near else ""
                 raise ConfigError(
-                    f"{self.file}: unknown field {key!r} in {where}; allowed: {', '.join(allowed)}"
+                    f"{self.file}: unknown field {key!r} in {where}; allowed: "
+                    f"{', '.join(allowed)}{hint}"
                 )
             out[key] = self.child(key, val)
         return out

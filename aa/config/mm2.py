@@ -36,7 +36,9 @@ from pathlib import Path
 from typing import Any
 
 from aa.config.build import build_topology
+from aa.config.kinds import Boolean, split_list
 from aa.config.model import Topology
+from aa.config.schema import definitions
 from aa.errors import ConfigError
 from aa.logs import get_logger
 
@@ -116,17 +118,11 @@ def _unescape(text: str) -> str:
     return re.sub(r"\\(u[0-9a-fA-F]{4}|.)", sub, text)
 
 
-def _list(value: str) -> list[str]:
-    return [p.strip() for p in value.split(",") if p.strip()]
+_list = split_list
 
 
 def _bool(props: dict[str, str], key: str, file: str) -> bool | None:
-    if key not in props:
-        return None
-    v = props[key].strip().lower()
-    if v not in ("true", "false"):
-        raise ConfigError(f"{file}: {key}: invalid value {props[key]!r}; allowed: true | false")
-    return v == "true"
+    return Boolean().mm2_value(props[key], key, file) if key in props else None
 
 
 def read_mm2(text: str, file: str = "<string>") -> Topology:
@@ -252,7 +248,7 @@ def _read(
         raw["loop_prevention"] = "headers"
     if _exactly_once(clusters, take, file):
         raw["delivery"] = "exactly-once"
-    _sections(raw, props, take, file, keys)
+    _sections(raw, take, file, keys)
     unused = tuple(sorted(k for k in props if k not in used))
     return build_topology(raw, file, ignored=unused)
 
@@ -367,62 +363,22 @@ def _client(
     return out
 
 
-def _sections(
-    raw: dict[str, Any], props: dict[str, str], take: Any, file: str, keys: dict[str, str]
-) -> None:
-    def flag(key: str) -> bool | None:
-        take(key)
-        return _bool(props, key, file)
+_BY_HAND = frozenset({"topics", "delivery", "loop_prevention.mode", "loop_prevention.separator"})
+"""Settings whose MM2 keys are read above: they combine keys across clusters and flows (per-flow
+topic overlays, per-cluster exactly-once support) or translate values (policy class)."""
 
-    keys.update(
-        {
-            "topic_sync.interval_s": "refresh.topics.interval.seconds",
-            "topic_sync.config_exclude": "config.properties.exclude",
-            "checkpoints.interval_s": "emit.checkpoints.interval.seconds",
-            "checkpoints.groups.include": "groups",
-            "checkpoints.groups.exclude": "groups.exclude",
-            "heartbeats.interval_s": "emit.heartbeats.interval.seconds",
-        }
-    )
 
-    ts: dict[str, Any] = {}
-    if (v := flag("sync.topic.configs.enabled")) is not None:
-        ts["enabled"] = v
-    if (s := take("refresh.topics.interval.seconds")) is not None:
-        ts["interval_s"] = s
-    ex = take("config.properties.exclude")
-    if ex is None and (ex := take("config.properties.blacklist")) is not None:
-        keys["topic_sync.config_exclude"] = "config.properties.blacklist"
-    if ex is not None:
-        ts["config_exclude"] = _list(ex)
-    if ts:
-        raw["topic_sync"] = ts
-    cp: dict[str, Any] = {}
-    if (v := flag("emit.checkpoints.enabled")) is not None:
-        cp["enabled"] = v
-    if (s := take("emit.checkpoints.interval.seconds")) is not None:
-        cp["interval_s"] = s
-    if (v := flag("sync.group.offsets.enabled")) is not None:
-        cp["apply"] = v
-    groups = take("groups")
-    gex = take("groups.exclude")
-    if gex is None and (gex := take("groups.blacklist")) is not None:
-        keys["checkpoints.groups.exclude"] = "groups.blacklist"
-    if groups is not None or gex is not None:
-        cp["groups"] = {"include": _list(groups) if groups else [".*"]}
-        if gex is not None:
-            cp["groups"]["exclude"] = _list(gex)
-    if cp:
-        raw["checkpoints"] = cp
-    hb: dict[str, Any] = {}
-    if (v := flag("emit.heartbeats.enabled")) is not None:
-        hb["enabled"] = v
-    if (s := take("emit.heartbeats.interval.seconds")) is not None:
-        hb["interval_s"] = s
-    if hb:
-        raw["heartbeats"] = hb
-    if (v := flag("emit.offset-syncs.enabled")) is not None:
-        raw["offset_sync"] = {"enabled": v}
+def _sections(raw: dict[str, Any], take: Any, file: str, keys: dict[str, str]) -> None:
+    """Every other setting with MM2 keys, as its definition says (aa.config.model)."""
+    for d in definitions(Topology):
+        if not d.setting.mm2 or d.path in _BY_HAND:
+            continue
+        value, came = d.setting.kind.from_mm2(d.setting.mm2, take, file)
+        if value is None:
+            continue
+        raw.setdefault(d.section, {})[d.name] = value
+        for part, key in came.items():
+            keys[f"{d.path}.{part}" if part else d.path] = key
 
 
 def load_mm2(path: str | Path) -> Topology:

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from aa.config import Flow, Topology, client_kwargs, names
+from aa.config.schema import definitions, value_at
 from aa.errors import ConfigError
 from aa.mirror.settings import FlowSettings
 from aa.policy import FlowRouter, RouteTable
+
+PER_FLOW = tuple(d for d in definitions(Topology) if d.setting.flow)
+"""The settings a flow is configured with (their ``flow=`` names a FlowSettings attribute)."""
 
 
 def group_id(flow: Flow) -> str:
@@ -18,30 +23,20 @@ def group_id(flow: Flow) -> str:
 def flow_settings(
     topology: Topology, flow: Flow, *, env: Mapping[str, str] | None = None
 ) -> FlowSettings:
-    t = topology.tuning
+    """The flow's settings: each one a definition in :mod:`aa.config.model` says it feeds
+    (``flow=``), as the flow holds it (``to_flow``, templates filled in for this flow)."""
+    values: dict[str, Any] = {}
+    for d in PER_FLOW:
+        assert d.setting.flow is not None
+        value = d.setting.kind.for_flow(value_at(topology, d), flow.source, flow.target)
+        values[d.setting.flow] = d.setting.to_flow(value) if d.setting.to_flow else value
     return FlowSettings(
         source=flow.source,
         target=flow.target,
         source_client=client_kwargs(topology.datacenter(flow.source), env=env),
         target_client=client_kwargs(topology.datacenter(flow.target), env=env),
         group_id=group_id(flow),
-        max_poll_records=t.max_poll_records,
-        fetch_max_bytes=t.fetch_max_bytes,
-        max_partition_fetch_bytes=t.max_partition_fetch_bytes,
-        batch_size=t.batch_size,
-        linger_ms=t.linger_ms,
-        compression=None if t.compression == "none" else t.compression,
-        max_inflight_batches=t.max_in_flight,
-        commit_interval_s=t.commit_interval_s,
-        request_timeout_ms=t.request_timeout_ms,
-        on_error=topology.on_error.action,
-        dead_letter_topic=topology.on_error.dead_letter_for(flow),
-        topic_sync=topology.topic_sync.enabled,
-        topic_sync_interval_s=topology.topic_sync.interval_s,
-        config_exclude=frozenset(topology.topic_sync.config_exclude),
-        delivery=topology.delivery,
-        offset_syncs=topology.offset_sync.enabled,
-        offset_sync_topic=topology.offset_sync.topic.format(source=flow.source, target=flow.target),
+        **values,
     )
 
 

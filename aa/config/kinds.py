@@ -1,0 +1,218 @@
+"""The kinds of value a setting may hold: how each is read from a topology file or from an MM2
+properties file, and how the configuration reference describes what it allows.
+
+A kind reads a :class:`~aa.config.fields.Field` (so every error names the file and the path the
+user wrote) and raises :class:`~aa.errors.ConfigError` with what is allowed. It knows nothing
+about which setting it is used for; :mod:`aa.config.schema` ties kinds to settings.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from aa.config import names
+from aa.config.fields import Field, get
+from aa.config.topic_filter import TopicFilter
+from aa.errors import ConfigError
+
+Take = Callable[[str], str | None]
+"""Reads one MM2 key (and marks it used); ``None`` when the file does not set it."""
+
+
+class Kind:
+    """Base: a value read as is."""
+
+    def read(self, node: Field) -> Any:
+        return node.value
+
+    def allowed(self) -> str:
+        """What the reference says is allowed (Markdown)."""
+        return ""
+
+    def from_mm2(self, keys: Sequence[str], take: Take, file: str) -> tuple[Any, dict[str, str]]:
+        """The raw value the MM2 ``keys`` give (the first key set wins; later keys are legacy
+        spellings), shaped like the YAML value, and which key each part came from (``""`` is
+        the value itself). ``(None, {})`` when none is set."""
+        for key in keys:
+            text = take(key)
+            if text is not None:
+                return self.mm2_value(text, key, file), {"": key}
+        return None, {}
+
+    def mm2_value(self, text: str, key: str, file: str) -> Any:
+        return text
+
+    def for_flow(self, value: Any, source: str, target: str) -> Any:
+        """The value as one flow uses it."""
+        return value
+
+
+@dataclass(frozen=True, slots=True)
+class Integer(Kind):
+    lo: int | None = None
+    hi: int | None = None
+
+    def read(self, node: Field) -> int:
+        return node.integer(lo=self.lo, hi=self.hi)
+
+    def allowed(self) -> str:
+        if self.lo is not None and self.hi is not None:
+            return f"integer {self.lo}..{self.hi}"
+        return f"integer ≥ {self.lo}" if self.lo is not None else "integer"
+
+
+@dataclass(frozen=True, slots=True)
+class Number(Kind):
+    """A number greater than 0 (intervals, in seconds)."""
+
+    def read(self, node: Field) -> float:
+        return node.number(positive=True)
+
+    def allowed(self) -> str:
+        return "number > 0"
+
+
+@dataclass(frozen=True, slots=True)
+class Boolean(Kind):
+    def read(self, node: Field) -> bool:
+        return node.boolean()
+
+    def allowed(self) -> str:
+        return "`true`, `false`"
+
+    def mm2_value(self, text: str, key: str, file: str) -> bool:
+        value = text.strip().lower()
+        if value not in ("true", "false"):
+            raise ConfigError(f"{file}: {key}: invalid value {text!r}; allowed: true | false")
+        return value == "true"
+
+
+@dataclass(frozen=True, slots=True)
+class Choice(Kind):
+    options: tuple[str, ...]
+
+    def read(self, node: Field) -> str:
+        return node.choice(self.options)
+
+    def allowed(self) -> str:
+        return ", ".join(f"`{o}`" for o in self.options)
+
+
+@dataclass(frozen=True, slots=True)
+class Text(Kind):
+    """A non-empty string."""
+
+    what: str = "string"
+
+    def read(self, node: Field) -> str:
+        return node.text()
+
+    def allowed(self) -> str:
+        return self.what
+
+
+@dataclass(frozen=True, slots=True)
+class Separator(Kind):
+    """The prefix-mode separator: it must never occur in a DC name, a path or a source."""
+
+    def read(self, node: Field) -> str:
+        sep = node.text()
+        if any(c.isspace() for c in sep) or any(c in sep for c in ",/"):
+            raise node.error(
+                f"invalid separator {sep!r}", "a non-empty string without spaces, ',' or '/'"
+            )
+        return sep
+
+    def allowed(self) -> str:
+        return "non-empty, without spaces, `,` or `/`"
+
+
+@dataclass(frozen=True, slots=True)
+class Template(Kind):
+    """A topic name in which ``{source}`` / ``{target}`` (those listed) become the flow's DCs."""
+
+    placeholders: tuple[str, ...] = ("source", "target")
+
+    def read(self, node: Field) -> str:
+        text = node.text()
+        try:
+            out = text.format(**dict.fromkeys(self.placeholders, "X"))
+        except (KeyError, IndexError, ValueError) as exc:
+            allowed = ", ".join("{" + n + "}" for n in self.placeholders)
+            raise node.error(f"invalid placeholder in {text!r} ({exc})", allowed) from None
+        if not re.fullmatch(r"[A-Za-z0-9._-]{1,249}", out):
+            raise node.error(
+                f"{text!r} is not a valid topic name", "letters, digits, '.', '_', '-'"
+            )
+        return text
+
+    def allowed(self) -> str:
+        if not self.placeholders:
+            return "a topic name"
+        return "topic name; may use " + ", ".join(f"`{{{p}}}`" for p in self.placeholders)
+
+    def for_flow(self, value: Any, source: str, target: str) -> Any:
+        return names.for_flow(value, source, target)
+
+
+@dataclass(frozen=True, slots=True)
+class StrList(Kind):
+    """A list of strings (a single string is a one-element list; MM2: comma-separated)."""
+
+    def read(self, node: Field) -> tuple[str, ...]:
+        return node.str_list()
+
+    def allowed(self) -> str:
+        return "list of strings"
+
+    def mm2_value(self, text: str, key: str, file: str) -> list[str]:
+        return split_list(text)
+
+
+@dataclass(frozen=True, slots=True)
+class Filter(Kind):
+    """``{include: [...], exclude: [...]}`` regexes, or a plain list (or string): the include
+    list, keeping ``default_exclude``. MM2 keys: include, exclude, legacy exclude."""
+
+    default_exclude: tuple[str, ...] = ()
+
+    def read(self, node: Field) -> TopicFilter:
+        return read_filter(node, self.default_exclude)
+
+    def allowed(self) -> str:
+        return "regexes (`fullmatch`): a list (include), or `{include: [...], exclude: [...]}`"
+
+    def from_mm2(self, keys: Sequence[str], take: Take, file: str) -> tuple[Any, dict[str, str]]:
+        include_key, *exclude_keys = keys
+        out: dict[str, Any] = {}
+        came: dict[str, str] = {}
+        text = take(include_key)
+        if text is not None:
+            out["include"], came["include"] = split_list(text), include_key
+        for key in exclude_keys:
+            text = take(key)
+            if text is not None:
+                out["exclude"], came["exclude"] = split_list(text), key
+                break
+        return (out or None), came
+
+
+def read_filter(node: Field, default_exclude: tuple[str, ...] = ()) -> TopicFilter:
+    """A plain list (or string) is the include list; or {include: [...], exclude: [...]}."""
+    if isinstance(node.value, dict):
+        fields = node.mapping(("include", "exclude"))
+        inc = get(fields, "include", node)
+        exc = get(fields, "exclude", node)
+        return TopicFilter(
+            inc.regex_list() if inc else (".*",),
+            exc.regex_list() if exc else default_exclude,
+        )
+    return TopicFilter(node.regex_list(), default_exclude)
+
+
+def split_list(value: str) -> list[str]:
+    """An MM2 list: comma-separated, blanks dropped."""
+    return [p.strip() for p in value.split(",") if p.strip()]
