@@ -16,11 +16,10 @@ Mapping (MM2 property → aa field):
 * ``replication.policy.class``: ``DefaultReplicationPolicy`` → ``loop_prevention: prefix``
   (style ``rename``), ``IdentityReplicationPolicy`` → ``headers``;
   ``replication.policy.separator`` → the prefix separator.
-* ``sync.topic.configs.enabled``, ``refresh.topics.interval.seconds``,
-  ``config.properties.exclude`` → ``topic_sync``; ``emit.checkpoints.*``, ``groups``,
-  ``groups.exclude``, ``sync.group.offsets.enabled`` → ``checkpoints``;
-  ``emit.heartbeats.*`` → ``heartbeats``; ``emit.offset-syncs.enabled`` → ``offset_sync``;
-  ``[A.]exactly.once.source.support``: ``enabled`` → ``delivery: exactly-once``; ``disabled`` →
+* every other setting with MM2 keys (``topic_sync``, ``checkpoints``, ``heartbeats``,
+  ``offset_sync``): as its definition in :mod:`aa.config.model` says (``mm2=``; the
+  configuration reference lists them);
+* ``[A.]exactly.once.source.support``: ``enabled`` → ``delivery: exactly-once``; ``disabled`` →
   at-least-once; ``preparing`` (a Connect rolling-upgrade stage aa does not have) →
   at-least-once with a warning; any other value is an error. aa has one delivery mode, so
   per-cluster values that disagree are an error too.

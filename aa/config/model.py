@@ -45,18 +45,8 @@ COMPRESSIONS: tuple[str, ...] = get_args(Compression)
 ERROR_ACTIONS: tuple[str, ...] = get_args(ErrorAction)
 HEADERS_TOPIC_SYNCS: tuple[str, ...] = get_args(HeadersTopicSync)
 
-SECURITY_PROTOCOLS: tuple[SecurityProtocol, ...] = (
-    "PLAINTEXT",
-    "SSL",
-    "SASL_PLAINTEXT",
-    "SASL_SSL",
-)
-SASL_MECHANISMS: tuple[SaslMechanism, ...] = (
-    "PLAIN",
-    "SCRAM-SHA-256",
-    "SCRAM-SHA-512",
-    "OAUTHBEARER",
-)
+SECURITY_PROTOCOLS: tuple[SecurityProtocol, ...] = get_args(SecurityProtocol)
+SASL_MECHANISMS: tuple[SaslMechanism, ...] = get_args(SaslMechanism)
 
 DEFAULT_CONFIG_EXCLUDE: tuple[str, ...] = (
     # MirrorMaker 2's defaults: settings about the local cluster, not about the data.

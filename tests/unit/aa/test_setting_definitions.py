@@ -7,11 +7,12 @@ from __future__ import annotations
 import dataclasses
 import typing
 from collections import Counter
+from pathlib import Path
 from typing import Any, Literal
 
 import pytest
 
-from aa.config import Flow, TopicFilter, read_mm2, read_yaml
+from aa.config import Flow, TopicFilter, read_mm2, read_yaml, reference
 from aa.config.fields import Field
 from aa.config.kinds import Boolean, Choice, Filter, Integer, Number, StrList, Template
 from aa.config.model import Topology
@@ -194,3 +195,14 @@ def test_kinds_say_what_they_allow() -> None:
     assert Number().allowed() == "number > 0"
     assert Template(("source",)).allowed() == "topic name; may use `{source}`"
     assert Choice(("a", "b")).allowed() == "`a`, `b`"
+
+
+def test_configuration_reference_tables_match_the_definitions() -> None:
+    path = Path(__file__).resolve().parents[3] / "docs" / "configuration.md"
+    text = path.read_text()
+    assert sorted(reference.block_names(text)) == sorted(reference.blocks()), (
+        "docs/configuration.md needs one `<!-- BEGIN settings: NAME -->` block per section"
+    )
+    assert reference.update(text) == text, (
+        "docs/configuration.md is out of date: run `python -m aa.config.reference`"
+    )
