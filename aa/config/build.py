@@ -15,8 +15,6 @@ from aa.config.fields import Field, get, require
 from aa.config.graph import full_mesh, hub_and_spoke, sort_flows
 from aa.config.kinds import read_filter
 from aa.config.model import (
-    SASL_MECHANISMS,
-    SECURITY_PROTOCOLS,
     Datacenter,
     Direction,
     Flow,
@@ -41,13 +39,14 @@ TOP_LEVEL = tuple(
     for f in dataclasses.fields(Topology)
     if f.name in _STRUCTURE or f.name in _SECTIONS or any(d.name == f.name for d in _TOP_SETTINGS)
 )
-DC_FIELDS = ("bootstrap", "security_protocol", "ssl", "sasl")
-SSL_FIELDS = ("cafile", "certfile", "keyfile")
-SASL_FIELDS = ("mechanism", "username", "password", "token_provider")
+DC = {d.name: d for d in settings_of(Datacenter)}
+"""A DC's settings by Datacenter attribute; what users write is ``d.key`` (``ssl.cafile``)."""
+DC_FIELDS = tuple(dict.fromkeys(d.key.split(".")[0] for d in DC.values()))
+SSL_FIELDS = tuple(d.key.split(".", 1)[1] for d in DC.values() if d.key.startswith("ssl."))
+SASL_FIELDS = tuple(d.key.split(".", 1)[1] for d in DC.values() if d.key.startswith("sasl."))
 RESERVED_DC_NAMES = frozenset({PREFIX.rstrip(".")})
 """``aa.`` starts aa's internal topic names, so no DC may be called ``aa``."""
 _FLOW = re.compile(r"^\s*([^\s\->]+)\s*->\s*([^\s\->]+)\s*$")
-_HOST_PORT = re.compile(r"^[^\s:,]+:(\d{1,5})$")
 
 
 def build_topology(raw: Any, file: str, *, ignored: tuple[str, ...] = ()) -> Topology:
@@ -110,18 +109,11 @@ def _datacenter(name: str, node: Field) -> Datacenter:
         node = Field(node.file, node.path, {"bootstrap": node.value})
     fields = node.mapping(DC_FIELDS)
     parent = node
-    bootstrap_f = require(fields, "bootstrap", parent)
-    bootstrap = bootstrap_f.text()
-    for server in bootstrap.split(","):
-        m = _HOST_PORT.match(server.strip())
-        if not m or not 0 < int(m.group(1)) < 65536:
-            raise bootstrap_f.error(
-                f"invalid server {server.strip()!r}", "host:port[,host:port...]"
-            )
+    bootstrap = _dc("bootstrap", require(fields, "bootstrap", parent))
     proto = cast(
         SecurityProtocol,
-        _opt(fields, "security_protocol", parent, lambda f: f.choice(SECURITY_PROTOCOLS))
-        or "PLAINTEXT",
+        _opt(fields, "security_protocol", parent, DC["security_protocol"].setting.kind.read)
+        or DC["security_protocol"].default,
     )
     ssl_f = get(fields, "ssl", parent)
     ssl = ssl_f.mapping(SSL_FIELDS) if ssl_f else {}
@@ -129,9 +121,9 @@ def _datacenter(name: str, node: Field) -> Datacenter:
         raise ssl_f.error(  # type: ignore[union-attr]  # ssl non-empty implies ssl_f
             f"ssl settings given but security_protocol is {proto}", "SSL or SASL_SSL"
         )
-    cafile = _opt(ssl, "cafile", node, lambda f: f.text())
-    certfile = _opt(ssl, "certfile", node, lambda f: f.text())
-    keyfile = _opt(ssl, "keyfile", node, lambda f: f.text())
+    cafile = _opt(ssl, "cafile", node, DC["ssl_cafile"].setting.kind.read)
+    certfile = _opt(ssl, "certfile", node, DC["ssl_certfile"].setting.kind.read)
+    keyfile = _opt(ssl, "keyfile", node, DC["ssl_keyfile"].setting.kind.read)
     if keyfile and not certfile:
         raise ssl["keyfile"].error("keyfile without certfile", "certfile, or certfile+keyfile")
     sasl_f = get(fields, "sasl", parent)
@@ -144,10 +136,10 @@ def _datacenter(name: str, node: Field) -> Datacenter:
                 f"missing: security_protocol {proto} needs sasl settings",
                 "{mechanism, username, password}",
             )
-        mechanism = cast(SaslMechanism, require(sasl, "mechanism", sasl_f).choice(SASL_MECHANISMS))
+        mechanism = cast(SaslMechanism, _dc("sasl_mechanism", require(sasl, "mechanism", sasl_f)))
         if mechanism == "OAUTHBEARER":
             # the token comes from a hook (aa.config.client.token_provider), not a password
-            token_provider = require(sasl, "token_provider", sasl_f).text()
+            token_provider = _dc("sasl_token_provider", require(sasl, "token_provider", sasl_f))
             for unused in ("username", "password"):
                 if unused in sasl:
                     raise sasl[unused].error(
@@ -158,9 +150,8 @@ def _datacenter(name: str, node: Field) -> Datacenter:
                 raise sasl["token_provider"].error(
                     f"only used with OAUTHBEARER, not {mechanism}", "username and password"
                 )
-            username = require(sasl, "username", sasl_f).text()
-            pw = require(sasl, "password", sasl_f)
-            password = Secret(pw.text(), where=f"{pw.file}: {pw.path}")
+            username = _dc("sasl_username", require(sasl, "username", sasl_f))
+            password = _dc("sasl_password", require(sasl, "password", sasl_f))
     elif sasl:
         assert sasl_f is not None
         raise sasl_f.error(
@@ -178,6 +169,11 @@ def _datacenter(name: str, node: Field) -> Datacenter:
         sasl_password=password,
         sasl_token_provider=token_provider,
     )
+
+
+def _dc(attr: str, node: Field) -> Any:
+    """The value of DC setting ``attr`` at ``node``, read as its definition says."""
+    return DC[attr].setting.kind.read(node)
 
 
 # -- flows -------------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from typing import Any
 
 from aa.config import names
 from aa.config.fields import Field, get
+from aa.config.secret import Secret
 from aa.config.topic_filter import TopicFilter
 from aa.errors import ConfigError
 
@@ -112,6 +113,37 @@ class Text(Kind):
 
     def allowed(self) -> str:
         return self.what
+
+
+_HOST_PORT = re.compile(r"^[^\s:,]+:(\d{1,5})$")
+
+
+@dataclass(frozen=True, slots=True)
+class Servers(Kind):
+    """Kafka bootstrap servers: ``host:port[,host:port...]``."""
+
+    def read(self, node: Field) -> str:
+        text = node.text()
+        for server in text.split(","):
+            m = _HOST_PORT.match(server.strip())
+            if not m or not 0 < int(m.group(1)) < 65536:
+                raise node.error(f"invalid server {server.strip()!r}", "host:port[,host:port...]")
+        return text
+
+    def allowed(self) -> str:
+        return "`host:port[,host:port...]`"
+
+
+@dataclass(frozen=True, slots=True)
+class Password(Kind):
+    """A :class:`~aa.config.secret.Secret`: ``${ENV_VAR}`` / ``${file:/path}`` references are
+    resolved only when a client is built; the value is never shown."""
+
+    def read(self, node: Field) -> Secret:
+        return Secret(node.text(), where=f"{node.file}: {node.path}")
+
+    def allowed(self) -> str:
+        return "string; `${ENV_VAR}` and `${file:/path}` references allowed"
 
 
 @dataclass(frozen=True, slots=True)

@@ -49,7 +49,7 @@ EOS_VALUES = ("enabled", "disabled", "preparing")
 """Connect's ``exactly.once.source.support`` values."""
 _PAIR = re.compile(r"^([^.\s]+)->([^.\s]+)\.(.+)$")
 _JAAS = re.compile(r'(\w+)\s*=\s*"((?:[^"\\]|\\.)*)"')
-_CLIENT_KEYS = (
+CLIENT_KEYS = (  # the DC settings' MM2 keys (aa.config.model.Datacenter) and two qualifiers
     "security.protocol",
     "sasl.mechanism",
     "sasl.jaas.config",
@@ -315,7 +315,7 @@ def _client(
     """The DC's client settings; a cluster-prefixed key overrides the top-level one."""
     vals: dict[str, str] = {}
     where: dict[str, str] = {}
-    for key in _CLIENT_KEYS:
+    for key in CLIENT_KEYS:
         where[key] = f"{c}.{key}"
         v = take(f"{c}.{key}")
         if v is None:

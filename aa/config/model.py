@@ -18,12 +18,14 @@ from aa.config.kinds import (
     Filter,
     Integer,
     Number,
+    Password,
     Separator,
+    Servers,
     StrList,
     Template,
     Text,
 )
-from aa.config.schema import setting
+from aa.config.schema import REQUIRED, dc_setting, setting
 from aa.config.secret import Secret
 from aa.config.topic_filter import TopicFilter as TopicFilter  # re-exported: part of the model
 
@@ -66,16 +68,62 @@ class Datacenter:
     """One DC's Kafka cluster and the client settings to reach it."""
 
     name: str
-    bootstrap: str
-    security_protocol: SecurityProtocol = "PLAINTEXT"
-    ssl_cafile: str | None = None
-    ssl_certfile: str | None = None
-    ssl_keyfile: str | None = None
-    sasl_mechanism: SaslMechanism | None = None
-    sasl_username: str | None = None
-    sasl_password: Secret | None = None
-    sasl_token_provider: str | None = None
-    """OAUTHBEARER: ``module:factory`` giving the bearer token (see :mod:`aa.config.client`)."""
+    bootstrap: str = dc_setting(
+        REQUIRED,
+        Servers(),
+        "the cluster's bootstrap servers",
+        mm2=("A.bootstrap.servers",),
+    )
+    security_protocol: SecurityProtocol = dc_setting(
+        "PLAINTEXT",
+        Choice(SECURITY_PROTOCOLS),
+        "how clients connect",
+        mm2=("[A.]security.protocol",),
+    )
+    ssl_cafile: str | None = dc_setting(
+        None,
+        Text("PEM file"),
+        "the CA(s) to trust (SSL / SASL_SSL only); none: the system's CAs",
+        mm2=("[A.]ssl.truststore.location",),
+        key="ssl.cafile",
+    )
+    ssl_certfile: str | None = dc_setting(
+        None,
+        Text("PEM file"),
+        "client certificate (may hold the key too)",
+        mm2=("[A.]ssl.keystore.location",),
+        key="ssl.certfile",
+    )
+    ssl_keyfile: str | None = dc_setting(
+        None, Text("PEM file"), "private key (needs `certfile`)", key="ssl.keyfile"
+    )
+    sasl_mechanism: SaslMechanism | None = dc_setting(
+        None,
+        Choice(SASL_MECHANISMS),
+        "required with SASL_*",
+        mm2=("[A.]sasl.mechanism",),
+        key="sasl.mechanism",
+    )
+    sasl_username: str | None = dc_setting(
+        None,
+        Text(),
+        "required with SASL_* (not OAUTHBEARER)",
+        mm2=("[A.]sasl.jaas.config",),
+        key="sasl.username",
+    )
+    sasl_password: Secret | None = dc_setting(
+        None,
+        Password(),
+        "required with SASL_* (not OAUTHBEARER)",
+        mm2=("[A.]sasl.jaas.config",),
+        key="sasl.password",
+    )
+    sasl_token_provider: str | None = dc_setting(
+        None,
+        Text("`module:factory`"),
+        "required with OAUTHBEARER only: a function giving the bearer token (see below)",
+        key="sasl.token_provider",
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from aa.config.model import Topology
-from aa.config.schema import Definition, definitions
+from aa.config.model import Datacenter, Topology
+from aa.config.schema import REQUIRED, Definition, definitions, settings_of
 from aa.config.topic_filter import TopicFilter
 
 TOP = "top level"
@@ -24,12 +24,17 @@ _BLOCK = re.compile(
     r"(<!-- END settings: (?P=name) -->)",
     re.DOTALL,
 )
-_APPLIES = {"flow": "each flow", "process": "each `aa run`", "topology": "every process"}
+_APPLIES = {
+    "flow": "each flow",
+    "process": "each `aa run`",
+    "topology": "every process",
+    "datacenter": "the DC's clients",
+}
 
 
 def blocks() -> dict[str, list[Definition]]:
     """The definitions grouped by block, in declaration order."""
-    out: dict[str, list[Definition]] = {}
+    out: dict[str, list[Definition]] = {"datacenters": list(settings_of(Datacenter))}
     for d in definitions(Topology):
         out.setdefault(d.section or TOP, []).append(d)
     return out
@@ -37,6 +42,10 @@ def blocks() -> dict[str, list[Definition]]:
 
 def show(value: Any) -> str:
     """A default as the reference shows it."""
+    if value is REQUIRED:
+        return "required"
+    if value is None:
+        return "none"
     if isinstance(value, bool):
         return f"`{str(value).lower()}`"
     if isinstance(value, TopicFilter):
@@ -55,7 +64,8 @@ def render(defs: list[Definition]) -> str:
     ]
     for d in defs:
         s = d.setting
-        name = f"`{d.name}`" + (" (required in the mapping form)" if s.required else "")
+        mapping_form = s.required and d.default is not REQUIRED
+        name = f"`{d.key}`" + (" (required in the mapping form)" if mapping_form else "")
         mm2 = " / ".join(f"`{k}`" for k in s.mm2) or "—"
         doc = s.doc + (f"; `{d.section}: VALUE` is short for it" if s.shorthand else "")
         rows.append(

@@ -21,10 +21,10 @@ from aa.config.fields import Field, get, require
 from aa.config.kinds import Kind
 
 T = TypeVar("T")
-Applies = Literal["flow", "process", "topology"]
+Applies = Literal["flow", "process", "topology", "datacenter"]
 """``flow``: each flow on its own (read by the flow or its router); ``process``: each ``aa run``
 process (metrics endpoint, heartbeats, checkpoints); ``topology``: every process must agree
-(routing decisions are derived from it)."""
+(routing decisions are derived from it); ``datacenter``: every client of that DC."""
 
 _KEY = "aa.setting"
 
@@ -47,6 +47,8 @@ class Setting:
     """A plain string for the whole section means this setting (``on_error: dead-letter``)."""
     required: bool = False
     """Must be given when the section is written as a mapping."""
+    key: str | None = None
+    """The key path users write, when not the field's name (``ssl.cafile`` for ``ssl_cafile``)."""
 
 
 def setting(
@@ -66,6 +68,21 @@ def setting(
     return dataclasses.field(default=default, metadata={_KEY: meta})
 
 
+def dc_setting(
+    default: T, kind: Kind, doc: str, *, mm2: tuple[str, ...] = (), key: str | None = None
+) -> T:
+    """Declare a field of :class:`~aa.config.model.Datacenter` (its reader is hand-written in
+    ``build.py``: the client settings depend on each other; it reads values with these kinds)."""
+    meta = Setting(kind, doc, mm2, "datacenter", key=key, required=default is REQUIRED)
+    if default is REQUIRED:
+        return dataclasses.field(metadata={_KEY: meta})  # type: ignore[no-any-return]
+    return dataclasses.field(default=default, metadata={_KEY: meta})
+
+
+REQUIRED: Any = dataclasses.MISSING
+"""The default of a setting that has none (``datacenters.X.bootstrap``)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Definition:
     """One setting as seen from the top of the topology: ``path`` is what a user writes."""
@@ -78,8 +95,13 @@ class Definition:
     setting: Setting
 
     @property
+    def key(self) -> str:
+        """What the user writes for it inside its section."""
+        return self.setting.key or self.name
+
+    @property
     def path(self) -> str:
-        return f"{self.section}.{self.name}" if self.section else self.name
+        return f"{self.section}.{self.key}" if self.section else self.key
 
 
 def settings_of(cls: type) -> tuple[Definition, ...]:

@@ -12,11 +12,11 @@ from typing import Any, Literal
 
 import pytest
 
-from aa.config import Flow, TopicFilter, read_mm2, read_yaml, reference
+from aa.config import Flow, TopicFilter, mm2, read_mm2, read_yaml, reference
 from aa.config.fields import Field
 from aa.config.kinds import Boolean, Choice, Filter, Integer, Number, StrList, Template
-from aa.config.model import Topology
-from aa.config.schema import Definition, definitions, value_at
+from aa.config.model import Datacenter, Topology
+from aa.config.schema import REQUIRED, Definition, definitions, settings_of, value_at
 from aa.errors import ConfigError
 from aa.mirror.build import flow_settings
 from aa.mirror.settings import FlowSettings
@@ -206,3 +206,27 @@ def test_configuration_reference_tables_match_the_definitions() -> None:
     assert reference.update(text) == text, (
         "docs/configuration.md is out of date: run `python -m aa.config.reference`"
     )
+
+
+DC_DEFS = settings_of(Datacenter)
+
+
+@pytest.mark.parametrize("d", DC_DEFS, ids=[d.key for d in DC_DEFS])
+def test_every_datacenter_setting_has_a_doc_and_a_default_its_kind_accepts(d: Definition) -> None:
+    assert d.setting.doc.strip()
+    assert d.setting.kind.allowed()
+    assert d.setting.applies == "datacenter"
+    if d.default is REQUIRED:
+        assert d.setting.required
+    elif d.default is not None:
+        assert d.setting.kind.read(Field("t.yaml", d.key, d.default)) == d.default
+
+
+def test_datacenter_mm2_keys_are_those_the_mm2_reader_takes() -> None:
+    declared = {
+        k.removeprefix("[A.]") for d in DC_DEFS for k in d.setting.mm2 if k.startswith("[A.]")
+    }
+    # the two *.type keys only qualify the locations (aa reads PEM only); not settings
+    assert declared == set(mm2.CLIENT_KEYS) - {"ssl.truststore.type", "ssl.keystore.type"}
+    t = read_mm2(MM2_BASE.replace("a:1", "a:9") + "B.security.protocol = SSL\n", "m.p")
+    assert (t.datacenter("A").bootstrap, t.datacenter("B").security_protocol) == ("a:9", "SSL")
