@@ -24,20 +24,23 @@ Mapping (MM2 property → aa field):
   at-least-once with a warning; any other value is an error. aa has one delivery mode, so
   per-cluster values that disagree are an error too.
 
-Every other key is kept in :attr:`Topology.ignored` (``aa plan`` lists them). Errors about a
+Every other key is kept in :attr:`Topology.ignored` (``aa plan`` lists them; one close to a key
+aa reads is logged as ``mm2_key_ignored`` with the key it likely misspells). Errors about a
 value name the MM2 key the user wrote (with aa's field in brackets), not only aa's field.
 """
 
 from __future__ import annotations
 
+import difflib
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from aa.config.build import build_topology
 from aa.config.kinds import Boolean, split_list
 from aa.config.model import Topology
-from aa.config.schema import definitions
+from aa.config.schema import definitions, iter_mm2_keys
 from aa.errors import ConfigError
 from aa.logs import get_logger
 
@@ -249,7 +252,34 @@ def _read(
         raw["delivery"] = "exactly-once"
     _sections(raw, take, file, keys)
     unused = tuple(sorted(k for k in props if k not in used))
-    return build_topology(raw, file, ignored=unused)
+    topology = build_topology(raw, file, ignored=unused)
+    log = get_logger("aa.config")
+    for key in unused:
+        if near := suggest(key, clusters):
+            log.warning("mm2_key_ignored", file=file, key=key, did_you_mean=near)
+    return topology
+
+
+_FLOW_KEYS = ("enabled", "topics", "topics.exclude", "topics.blacklist")
+_CLUSTER_KEYS = ("bootstrap.servers", "exactly.once.source.support", *CLIENT_KEYS)
+
+
+def suggest(key: str, clusters: Sequence[str]) -> str | None:
+    """The key aa reads that an unused ``key`` most likely misspells, if any is close."""
+
+    def near(word: str, known: Sequence[str]) -> str | None:
+        found = difflib.get_close_matches(word, known, n=1, cutoff=0.8)
+        return found[0] if found else None
+
+    m = _PAIR.match(key)
+    if m:
+        tail = near(m.group(3), _FLOW_KEYS)
+        return f"{m.group(1)}->{m.group(2)}.{tail}" if tail else None
+    head, _, rest = key.partition(".")
+    if head in clusters and rest:
+        tail = near(rest, _CLUSTER_KEYS)
+        return f"{head}.{tail}" if tail else None
+    return near(key, ("clusters", *CLIENT_KEYS, *(k for k, _ in iter_mm2_keys(Topology))))
 
 
 def _exactly_once(clusters: list[str], take: Any, file: str) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from aa.config.mm2 import suggest
 from aa.config.model import Flow, Topology
 from aa.policy.routes import RouteTable
 from aa.policy.selection import COPY, TopicSelector
@@ -148,7 +149,11 @@ def render(plan: Plan, *, show_file: bool = True) -> str:
         if unmatched:
             lines.append(f"    {unmatched} other topic(s) do not match the include patterns")
     if t.ignored:
-        lines.append("ignored MM2 settings: " + ", ".join(t.ignored))
+        shown = []
+        for key in t.ignored:
+            near = suggest(key, t.dc_names)
+            shown.append(f"{key} (did you mean {near}?)" if near else key)
+        lines.append("ignored MM2 settings: " + ", ".join(shown))
     for w in plan.warnings:
         lines.append(f"warning: {w}")
     return "\n".join(lines)

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import pytest
+from structlog.testing import capture_logs
 
 from aa.config import Flow, TopicFilter, mm2, read_mm2, read_yaml, reference
 from aa.config.fields import Field
@@ -20,6 +21,7 @@ from aa.config.schema import REQUIRED, Definition, definitions, settings_of, val
 from aa.errors import ConfigError
 from aa.mirror.build import flow_settings
 from aa.mirror.settings import FlowSettings
+from aa.policy.plan import build_plan, render
 
 pytestmark = pytest.mark.unit
 
@@ -230,3 +232,20 @@ def test_datacenter_mm2_keys_are_those_the_mm2_reader_takes() -> None:
     assert declared == set(mm2.CLIENT_KEYS) - {"ssl.truststore.type", "ssl.keystore.type"}
     t = read_mm2(MM2_BASE.replace("a:1", "a:9") + "B.security.protocol = SSL\n", "m.p")
     assert (t.datacenter("A").bootstrap, t.datacenter("B").security_protocol) == ("a:9", "SSL")
+
+
+def test_a_mistyped_mm2_key_is_not_ignored_silently() -> None:
+    """An MM2 key aa does not know is kept in `ignored` (MM2 files carry many aa does not use);
+    one that is close to a key aa reads is named with that key, in the log and in `aa plan`."""
+    text = MM2_BASE + "sync.topic.config.enabled = false\nA.bootstrap.server = x:1\ntasks.max = 4\n"
+    with capture_logs() as logs:
+        t = read_mm2(text, "m.p")
+    assert set(t.ignored) == {"sync.topic.config.enabled", "A.bootstrap.server", "tasks.max"}
+    near = {e["key"]: e["did_you_mean"] for e in logs if e["event"] == "mm2_key_ignored"}
+    assert near == {
+        "sync.topic.config.enabled": "sync.topic.configs.enabled",
+        "A.bootstrap.server": "A.bootstrap.servers",
+    }
+    shown = render(build_plan(t, {}), show_file=False)
+    assert "sync.topic.config.enabled (did you mean sync.topic.configs.enabled?)" in shown
+    assert "tasks.max" in shown
