@@ -11,56 +11,64 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, get_args
 
-from aa.config import names
 from aa.config.kinds import (
-    Boolean,
     Choice,
     Filter,
-    Integer,
-    Number,
     Password,
-    Separator,
     Servers,
-    StrList,
-    Template,
     Text,
 )
 from aa.config.schema import REQUIRED, dc_setting, setting
 from aa.config.secret import Secret
-from aa.config.topic_filter import TopicFilter as TopicFilter  # re-exported: part of the model
+from aa.config.sections import (
+    DEFAULT_CONFIG_EXCLUDE,
+    Checkpoints,
+    Heartbeats,
+    LoopPrevention,
+    MetricsEndpoint,
+    OffsetSyncs,
+    OnError,
+    PrefixStyle,
+    TopicSync,
+    Tuning,
+)
+from aa.config.topic_filter import TopicFilter
+
+__all__ = [  # the sections and the filter are defined in their own modules, part of the model
+    "DEFAULT_CONFIG_EXCLUDE",
+    "SASL_MECHANISMS",
+    "SECURITY_PROTOCOLS",
+    "Checkpoints",
+    "Datacenter",
+    "Delivery",
+    "Direction",
+    "Flow",
+    "FlowGraph",
+    "Heartbeats",
+    "LoopPrevention",
+    "MetricsEndpoint",
+    "OffsetSyncs",
+    "OnError",
+    "PrefixStyle",
+    "SaslMechanism",
+    "SecurityProtocol",
+    "TopicFilter",
+    "TopicSync",
+    "Topology",
+    "TopologyKind",
+    "Tuning",
+]
 
 SecurityProtocol = Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]
 SaslMechanism = Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"]
-LoopMode = Literal["headers", "prefix"]
-PrefixStyle = Literal["rename", "book"]
 Delivery = Literal["at-least-once", "exactly-once"]
-Compression = Literal["none", "gzip", "snappy", "lz4", "zstd"]
-ErrorAction = Literal["fail", "dead-letter"]
 TopologyKind = Literal["full-mesh", "hub-and-spoke", "list"]
 Direction = Literal["inbound", "outbound", "both"]
-HeadersTopicSync = Literal["create-only", "sync"]
 
-LOOP_MODES: tuple[str, ...] = get_args(LoopMode)
-PREFIX_STYLES: tuple[str, ...] = get_args(PrefixStyle)
 DELIVERIES: tuple[str, ...] = get_args(Delivery)
-COMPRESSIONS: tuple[str, ...] = get_args(Compression)
-ERROR_ACTIONS: tuple[str, ...] = get_args(ErrorAction)
-HEADERS_TOPIC_SYNCS: tuple[str, ...] = get_args(HeadersTopicSync)
 
 SECURITY_PROTOCOLS: tuple[SecurityProtocol, ...] = get_args(SecurityProtocol)
 SASL_MECHANISMS: tuple[SaslMechanism, ...] = get_args(SaslMechanism)
-
-DEFAULT_CONFIG_EXCLUDE: tuple[str, ...] = (
-    # MirrorMaker 2's defaults: settings about the local cluster, not about the data.
-    "follower.replication.throttled.replicas",
-    "leader.replication.throttled.replicas",
-    "message.timestamp.difference.max.ms",
-    "message.timestamp.type",
-    "unclean.leader.election.enable",
-    "min.insync.replicas",
-)
-DEFAULT_GROUP_EXCLUDE: tuple[str, ...] = ("console-consumer-.*", "connect-.*", "__.*")
-"""MirrorMaker 2's default ``groups.exclude``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,249 +161,6 @@ class FlowGraph:
 
 
 @dataclass(frozen=True, slots=True)
-class LoopPrevention:
-    """``headers``: same topic names everywhere, provenance headers stop loops. ``prefix``: the
-    owning DC's name is in the topic name (``SF.users``); ``rename`` turns ``users`` in SF into
-    ``SF.users`` elsewhere (MM2's DefaultReplicationPolicy), ``book`` copies ``SF.users`` as is
-    (applications write the prefixed name in their own DC)."""
-
-    mode: LoopMode = setting(
-        "headers",
-        Choice(LOOP_MODES),
-        "how loops are prevented (see below)",
-        mm2=("replication.policy.class",),
-        applies="topology",
-        shorthand=True,
-        required=True,
-    )
-    separator: str = setting(
-        ".",
-        Separator(),
-        "the text between DC name and topic in prefix mode",
-        mm2=("replication.policy.separator",),
-        applies="topology",
-    )
-    style: PrefixStyle = setting(
-        "rename",
-        Choice(PREFIX_STYLES),
-        "`rename` (MM2 style: `users` in SF becomes `SF.users` elsewhere) or `book` "
-        "(applications write `SF.users` in SF; copied under the same name)",
-        applies="topology",
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class Tuning:
-    """Client and pipeline sizes of one flow."""
-
-    fetch_max_bytes: int = setting(
-        16 * 1024 * 1024, Integer(lo=1024), "consumer `fetch_max_bytes`", flow="fetch_max_bytes"
-    )
-    max_partition_fetch_bytes: int = setting(
-        1024 * 1024,
-        Integer(lo=1024),
-        "consumer `max_partition_fetch_bytes`",
-        flow="max_partition_fetch_bytes",
-    )
-    max_poll_records: int = setting(
-        2000, Integer(lo=1), "records per `getmany`", flow="max_poll_records"
-    )
-    batch_size: int = setting(
-        512 * 1024, Integer(lo=1024), "producer `max_batch_size` in bytes", flow="batch_size"
-    )
-    linger_ms: int = setting(
-        0,
-        Integer(lo=0),
-        "producer `linger_ms`; the mirror hands over whole batches built from a fetch, so "
-        "waiting adds latency and saves nothing",
-        flow="linger_ms",
-    )
-    compression: Compression = setting(
-        "none",
-        Choice(COMPRESSIONS),
-        "producer compression of the copies",
-        flow="compression",
-        to_flow=lambda v: None if v == "none" else v,
-    )
-    max_in_flight: int = setting(
-        4,
-        Integer(lo=1),
-        "fetched batches between fetch and commit: the backpressure bound; records held per "
-        "flow ≤ max_in_flight × max_poll_records, which is what bounds memory",
-        flow="max_inflight_batches",
-    )
-    commit_interval_s: float = setting(
-        1.0,
-        Number(),
-        "at most this long between source-offset commits",
-        flow="commit_interval_s",
-    )
-    request_timeout_ms: int = setting(
-        30_000, Integer(lo=1000), "client request timeout", flow="request_timeout_ms"
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class TopicSync:
-    """Create missing target topics and keep partition counts and configs in step."""
-
-    enabled: bool = setting(
-        True,
-        Boolean(),
-        "create missing target topics (source partition count and configs), grow partitions, "
-        "keep configs in step",
-        mm2=("sync.topic.configs.enabled",),
-        flow="topic_sync",
-    )
-    interval_s: float = setting(
-        30.0,
-        Number(),
-        "how often (also how soon new matching topics are seen)",
-        mm2=("refresh.topics.interval.seconds",),
-        flow="topic_sync_interval_s",
-    )
-    config_exclude: tuple[str, ...] = setting(
-        DEFAULT_CONFIG_EXCLUDE,
-        StrList(),
-        "topic configs never copied (the default is MM2's)",
-        mm2=("config.properties.exclude", "config.properties.blacklist"),
-        flow="config_exclude",
-        to_flow=frozenset,
-    )
-    headers_mode: HeadersTopicSync = setting(
-        "create-only",
-        Choice(HEADERS_TOPIC_SYNCS),
-        "headers mode only. `create-only`: the target DC owns its same-named topic — topic sync "
-        "creates it when missing (source partitions and configs) and then leaves its configs and "
-        "partitions alone, logging each difference once as `topic_mismatch`; `sync`: make it "
-        "like the source's (with two sources that differ, their configs flip at every sync). "
-        "Prefix mode always syncs its replicas",
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class OnError:
-    """What a flow does with a record it cannot copy (malformed ``aa-*`` headers, too large):
-    ``fail`` stops the flow without committing past it; ``dead-letter`` writes it (or a
-    reference to it) to ``dead_letter_topic`` in the target and goes on."""
-
-    action: ErrorAction = setting(
-        "fail",
-        Choice(ERROR_ACTIONS),
-        "`fail`: stop the flow with one message; `dead-letter`: write the record (or a "
-        "reference to it) to the dead-letter topic and go on",
-        flow="on_error",
-        shorthand=True,
-        required=True,
-    )
-    dead_letter_topic: str = setting(
-        names.DEAD_LETTER_TOPIC,
-        Template(),
-        "where dead letters go, in the target DC",
-        flow="dead_letter_topic",
-    )
-
-    def dead_letter_for(self, flow: Flow) -> str:
-        return names.for_flow(self.dead_letter_topic, flow.source, flow.target)
-
-
-@dataclass(frozen=True, slots=True)
-class MetricsEndpoint:
-    """Where ``aa run`` serves Prometheus ``/metrics`` and ``/healthz``."""
-
-    host: str = setting(
-        "127.0.0.1", Text("host name or address"), "address to bind", applies="process"
-    )
-    port: int = setting(
-        9464, Integer(lo=0, hi=65535), "port (0 picks a free one)", applies="process"
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class OffsetSyncs:
-    """Offset syncs (source offset -> target offset) written by each flow (issue 7)."""
-
-    enabled: bool = setting(
-        True,
-        Boolean(),
-        "each flow writes source→target offset syncs",
-        mm2=("emit.offset-syncs.enabled",),
-        flow="offset_syncs",
-    )
-    topic: str = setting(
-        names.OFFSET_SYNCS_TOPIC,
-        Template(),
-        "where a flow writes them, in its target DC",
-        flow="offset_sync_topic",
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class Checkpoints:
-    """Consumer-group checkpoints translated into the other DCs (issue 7). ``apply`` also moves
-    the target group's offsets when that group is not active there."""
-
-    enabled: bool = setting(
-        True,
-        Boolean(),
-        "translate consumer-group offsets into the other DCs",
-        mm2=("emit.checkpoints.enabled",),
-        applies="process",
-    )
-    groups: TopicFilter = setting(
-        TopicFilter((".*",), DEFAULT_GROUP_EXCLUDE),
-        Filter(DEFAULT_GROUP_EXCLUDE),
-        "which groups (same shape as `topics`; a list is the include list and keeps the "
-        "default excludes)",
-        mm2=("groups", "groups.exclude", "groups.blacklist"),
-        applies="process",
-    )
-    interval_s: float = setting(
-        60.0,
-        Number(),
-        "how often",
-        mm2=("emit.checkpoints.interval.seconds",),
-        applies="process",
-    )
-    apply: bool = setting(
-        False,
-        Boolean(),
-        "also move the target group's offsets when the group is not active there",
-        mm2=("sync.group.offsets.enabled",),
-        applies="process",
-    )
-    topic: str = setting(
-        names.CHECKPOINTS_TOPIC, Template(), "where checkpoints go", applies="process"
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class Heartbeats:
-    """Each DC writes heartbeats to ``topic`` in its own cluster; they are mirrored like data."""
-
-    enabled: bool = setting(
-        True,
-        Boolean(),
-        "each DC writes heartbeats into its own cluster; mirrored like data",
-        mm2=("emit.heartbeats.enabled",),
-        applies="process",
-    )
-    interval_s: float = setting(
-        1.0,
-        Number(),
-        "how often",
-        mm2=("emit.heartbeats.interval.seconds",),
-        applies="process",
-    )
-    topic: str = setting(
-        "heartbeats",
-        Template(()),
-        "the topic (prefixed like any topic in prefix mode)",
-        applies="topology",
-    )
-
-
-@dataclass(frozen=True, slots=True)
 class Topology:
     """The whole config. ``flows`` is sorted. ``graph`` (how the flows were written),
     ``source_file`` and ``ignored`` (keys of an MM2 file aa does not use) are informational and
@@ -411,7 +176,7 @@ class Topology:
         mm2=("topics", "topics.exclude", "topics.blacklist"),
         applies="topology",
     )
-    loop_prevention: LoopPrevention = LoopPrevention()
+    loop_prevention: LoopPrevention = field(default_factory=LoopPrevention)
     delivery: Delivery = setting(
         "at-least-once",
         Choice(DELIVERIES),
@@ -419,13 +184,13 @@ class Topology:
         mm2=("exactly.once.source.support",),
         flow="delivery",
     )
-    tuning: Tuning = Tuning()
-    topic_sync: TopicSync = TopicSync()
-    on_error: OnError = OnError()
-    metrics: MetricsEndpoint = MetricsEndpoint()
-    offset_sync: OffsetSyncs = OffsetSyncs()
-    checkpoints: Checkpoints = Checkpoints()
-    heartbeats: Heartbeats = Heartbeats()
+    tuning: Tuning = field(default_factory=Tuning)
+    topic_sync: TopicSync = field(default_factory=TopicSync)
+    on_error: OnError = field(default_factory=OnError)
+    metrics: MetricsEndpoint = field(default_factory=MetricsEndpoint)
+    offset_sync: OffsetSyncs = field(default_factory=OffsetSyncs)
+    checkpoints: Checkpoints = field(default_factory=Checkpoints)
+    heartbeats: Heartbeats = field(default_factory=Heartbeats)
     source_file: str = field(default="", compare=False)
     ignored: tuple[str, ...] = field(default=(), compare=False)
 

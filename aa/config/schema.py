@@ -1,7 +1,8 @@
 """One definition per setting: what the YAML reader, the MM2 reader, the per-flow settings and
 the configuration reference are all derived from.
 
-A setting is a field of one of the frozen config dataclasses (:mod:`aa.config.model`) declared
+A setting is a field of one of the frozen config dataclasses (:mod:`aa.config.sections`,
+:mod:`aa.config.model`) declared
 with :func:`setting`: the field gives its name, type and default; the :class:`Setting` in its
 metadata gives its kind (how it is read and checked), its doc, its MirrorMaker 2 keys, where it
 applies and which :class:`~aa.mirror.settings.FlowSettings` attribute it feeds. Nothing else
