@@ -26,9 +26,11 @@ from aiokafka.errors import (
     CorruptRecordException,
     IllegalStateError,
     InvalidTimestampError,
+    KafkaTimeoutError,
     MessageSizeTooLargeError,
     RecordListTooLargeError,
     UnknownError,
+    UnknownTopicOrPartitionError,
 )
 from aiokafka.partitioner import murmur2
 from aiokafka.producer.message_accumulator import BatchBuilder
@@ -70,7 +72,38 @@ REBALANCE_TIMEOUT_MS = 300_000
 Java client's max.poll.interval.ms. aiokafka defaults to the session timeout (10 s), which
 evicted a member whose drain waited on a slow target, so its commit was refused."""
 
+DELIVERY_TIMEOUT_S = 120.0
+"""How long a flow waits for a target that takes or acknowledges nothing (a broker restarting,
+a leader election) before it fails and restarts: Java's delivery.timeout.ms. Shorter outages are
+ridden out inside the flow, in order, with no restart and no re-copy."""
+
 _round_robin = itertools.count()
+
+
+def _never_expire(producer: AIOKafkaProducer) -> None:
+    """Make the producer wait for a partition's leader instead of expiring the batch.
+
+    aiokafka fails a queued batch whose partition has had no leader for ``request_timeout_ms``
+    (``NotLeaderForPartitionError``) even on an idempotent producer, and then sends the batches
+    queued behind it: the target gets records out of order, and the flow's restart copies them
+    again. No option controls it: the accumulator's private TTL is set here; if a later aiokafka
+    renames it, the flow refuses to start rather than silently reorder.
+    """
+    accumulator = getattr(producer, "_message_accumulator", None)
+    if accumulator is None or not hasattr(accumulator, "_batch_ttl"):
+        raise RuntimeError(
+            "this aiokafka has no producer._message_accumulator._batch_ttl: aa cannot keep a "
+            "leaderless target partition's batches in order; install the aiokafka version "
+            "pyproject.toml pins"
+        )
+    accumulator._batch_ttl = float("inf")
+
+
+def _abandon(producer: AIOKafkaProducer, exc: BaseException) -> None:
+    """Fail every batch not acknowledged yet, so stopping does not wait for a target that is
+    down, and nothing queued behind a failed batch is sent after it (its records are copied
+    again by the next run, from the last commit)."""
+    producer._message_accumulator.fail_all(exc)
 
 
 def _partition_for(key: bytes | None, partitions: int) -> int:
@@ -192,7 +225,8 @@ class MirrorFlow:
                 **self.delivery.producer_options(),
             )
             await self._producer.start()
-            stack.push_async_callback(self._producer.stop)
+            _never_expire(self._producer)
+            stack.push_async_exit(self._stop_producer)
             if s.offset_syncs:
                 await ensure_internal_topic(target_admin, s.sync_topic)
                 self.syncs = OffsetSyncWriter(self._producer, s.sync_topic)
@@ -374,7 +408,16 @@ class MirrorFlow:
     ) -> None:
         assert self._producer is not None
         builder, held = slot
-        fut = await self._producer.send_batch(builder, target, partition=partition)
+        waited = 0.0
+        while True:
+            try:
+                fut = await self._producer.send_batch(builder, target, partition=partition)
+                break
+            except (KafkaTimeoutError, UnknownTopicOrPartitionError) as exc:
+                # the partition's previous batch, or its metadata, waited request_timeout_ms:
+                # the target is down or electing a leader. Wait on (backpressure), in order.
+                waited += self.settings.request_timeout_ms / 1000
+                self._target_waiting(f"{target}/{partition}", waited, exc)
         pending.sends.append((fut, held, target))
 
     async def _refuse(
@@ -521,19 +564,63 @@ class MirrorFlow:
             try:
                 if pending is None:
                     if self.syncs is not None:
-                        await self.syncs.flush()
+                        await self._patiently(self.syncs.flush(), "offset syncs")
                     await self.delivery.commit(self, final=True)
                     return
-                await self._settle(pending)
+                await self._patiently(self._settle(pending), "copies")
                 self._ready.update(pending.offsets)
                 now = time.monotonic()
                 if self._queue.empty() or now - last >= self.settings.commit_interval_s:
                     if self.syncs is not None:  # the open runs: translation up to the commit
-                        await self.syncs.flush()
+                        await self._patiently(self.syncs.flush(), "offset syncs")
                     await self.delivery.commit(self, final=False)
                     last = now
             finally:
                 self._queue.task_done()
+
+    async def _patiently(self, work: Any, what: str) -> Any:
+        """Await ``work`` (settling copies, writing syncs) while the target takes its time: a
+        ``target_waiting`` warning every request timeout, a retriable failure after
+        :data:`DELIVERY_TIMEOUT_S`."""
+        task = asyncio.ensure_future(work)
+        step = self.settings.request_timeout_ms / 1000
+        waited = 0.0
+        try:
+            while True:
+                done, _ = await asyncio.wait({task}, timeout=step)
+                if done:
+                    return task.result()
+                waited += step
+                self._target_waiting(what, waited, None)
+        finally:
+            if not task.done():
+                task.cancel()
+                with contextlib.suppress(BaseException):
+                    await task
+
+    def _target_waiting(self, what: str, waited_s: float, exc: BaseException | None) -> None:
+        s = self.settings
+        self.metrics.errors.labels(**self._labels, kind="target-waiting").inc()
+        self.log.warning(
+            "target_waiting", waiting_for=what, waited_s=round(waited_s, 1), error=repr(exc)
+        )
+        if waited_s >= DELIVERY_TIMEOUT_S:
+            raise FlowError(
+                f"{s.name}: {s.target} took or acknowledged no {what} for {waited_s:.0f} s "
+                f"({exc!r}); the flow restarts from its last commit",
+                kind="target-timeout",
+                retriable=True,
+            )
+
+    async def _stop_producer(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
+        """Stop the producer; when the flow fails, abandon what the target did not take."""
+        assert self._producer is not None
+        if exc_type is not None:
+            stopped = FlowError(
+                f"{self.settings.name}: the flow stopped", kind="stopped", retriable=True
+            )
+            _abandon(self._producer, stopped)
+        await self._producer.stop()
 
     async def _settle(self, pending: Pending) -> None:
         futures = [f for f, _, _ in pending.sends]
@@ -581,7 +668,15 @@ class MirrorFlow:
                 kind="offset-sync",
                 retriable=True,
             )
-        await self.syncs.copied(tp, target, held, meta.offset)
+        waited = 0.0
+        while True:
+            try:
+                await self.syncs.copied(tp, target, held, meta.offset)
+            except KafkaTimeoutError as exc:  # the sync topic's buffer stayed full
+                waited += self.settings.request_timeout_ms / 1000
+                self._target_waiting(self.syncs.topic, waited, exc)
+            else:
+                return
 
     async def _refused(self, record: Any, target: str, exc: BaseException, *, alone: bool) -> None:
         """The target refused a batch holding ``record`` (``alone``: the only one in it)."""
@@ -661,7 +756,7 @@ class MirrorFlow:
             join.cancel()
             return
         if self.syncs is not None:  # the open runs, in the transaction in exactly-once mode
-            await self.syncs.flush()
+            await self._patiently(self.syncs.flush(), "offset syncs")
         await self.delivery.commit(self, final=True)
 
     async def _sync_loop(self, stop: asyncio.Event) -> None:
