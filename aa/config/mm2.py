@@ -40,6 +40,7 @@ from typing import Any
 from aa.config.build import build_topology
 from aa.config.kinds import Boolean, split_list
 from aa.config.model import Topology
+from aa.config.properties import parse_properties as parse_properties  # re-exported
 from aa.config.schema import definitions, iter_mm2_keys
 from aa.errors import ConfigError
 from aa.logs import get_logger
@@ -61,66 +62,6 @@ CLIENT_KEYS = (  # the DC settings' MM2 keys (aa.config.model.Datacenter) and tw
     "ssl.keystore.location",
     "ssl.keystore.type",
 )
-
-
-def parse_properties(text: str, file: str = "<string>") -> dict[str, str]:
-    """Java ``.properties`` syntax: ``#``/``!`` comments, ``=``/``:``/space separators,
-    backslash line continuations and escapes. Later keys win, as in Java; a malformed
-    ``\\uXXXX`` escape is an error, as in Java."""
-    out: dict[str, str] = {}
-    lines = text.splitlines()
-    i = 0
-    while i < len(lines):
-        line = lines[i].lstrip()
-        i += 1
-        if not line or line[0] in "#!":
-            continue
-        while _continues(line) and i < len(lines):
-            line = line[:-1] + lines[i].lstrip()
-            i += 1
-        key, value = _split(line)
-        try:
-            out[_unescape(key)] = _unescape(value)
-        except ValueError:
-            raise ConfigError(
-                f"{file}: line {i}: malformed \\uXXXX escape in {line[:80]!r}; write four hex "
-                "digits after \\u, or \\\\ for a backslash"
-            ) from None
-    return out
-
-
-def _continues(line: str) -> bool:
-    trailing = len(line) - len(line.rstrip("\\"))
-    return trailing % 2 == 1
-
-
-def _split(line: str) -> tuple[str, str]:
-    j = 0
-    while j < len(line):
-        c = line[j]
-        if c == "\\":
-            j += 2
-            continue
-        if c in "=: \t":
-            key, rest = line[:j], line[j:].lstrip(" \t")
-            if rest[:1] in ("=", ":"):
-                rest = rest[1:].lstrip(" \t")
-            return key, rest
-        j += 1
-    return line, ""
-
-
-def _unescape(text: str) -> str:
-    def sub(m: re.Match[str]) -> str:
-        s = m.group(1)
-        if s.startswith("u"):
-            return chr(int(s[1:], 16))
-        return {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}.get(s, s)
-
-    return re.sub(r"\\(u[0-9a-fA-F]{4}|.)", sub, text)
-
-
-_list = split_list
 
 
 def _bool(props: dict[str, str], key: str, file: str) -> bool | None:
@@ -168,7 +109,7 @@ def _read(
     clusters_raw = take("clusters")
     if clusters_raw is None:
         raise ConfigError(f"{file}: clusters: missing; allowed: a list like `clusters = A, B`")
-    clusters = _list(clusters_raw)
+    clusters = split_list(clusters_raw)
     datacenters: dict[str, Any] = {}
     for c in clusters:
         bootstrap = take(f"{c}.bootstrap.servers")
@@ -333,9 +274,9 @@ def _topic_filter(prefix: str, take: Any) -> dict[str, Any] | None:
         return None
     out: dict[str, Any] = {}
     if inc is not None:
-        out["include"], out["include_key"] = _list(inc), prefix
+        out["include"], out["include_key"] = split_list(inc), prefix
     if exc is not None:
-        out["exclude"], out["exclude_key"] = _list(exc), exc_key
+        out["exclude"], out["exclude_key"] = split_list(exc), exc_key
     return out
 
 
