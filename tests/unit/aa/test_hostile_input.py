@@ -18,6 +18,8 @@ from aa import provenance as pv
 from aa.config import read_mm2, read_yaml
 from aa.config.build import TOP_LEVEL
 from aa.config.load import load_config
+from aa.config.model import Topology
+from aa.config.schema import iter_mm2_keys
 from aa.errors import ConfigError, ProvenanceError
 from aa.mirror.types import Skip
 from aa.policy import FlowRouter
@@ -435,6 +437,8 @@ mm2_keys = st.sampled_from(
         "emit.checkpoints.interval.seconds",
         "sync.group.offsets.enabled",
         "x.y",
+        # and every MM2 key a setting declares (aa.config.schema)
+        *sorted({key for key, _ in iter_mm2_keys(Topology)}),
     ]
 )
 

@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from structlog.testing import capture_logs
 
 from aa.config import Flow, TopicFilter, mm2, read_mm2, read_yaml, reference
@@ -249,3 +251,45 @@ def test_a_mistyped_mm2_key_is_not_ignored_silently() -> None:
     shown = render(build_plan(t, {}), show_file=False)
     assert "sync.topic.config.enabled (did you mean sync.topic.configs.enabled?)" in shown
     assert "tasks.max" in shown
+
+
+hostile_values = st.recursive(
+    st.one_of(
+        st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True), st.text(max_size=12)
+    ),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=10,
+)
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@given(d=st.sampled_from(DEFS), value=hostile_values)
+def test_fuzz_any_value_for_any_setting_is_read_or_refused_naming_it(
+    d: Definition, value: Any
+) -> None:
+    """Each setting's kind, fed anything YAML can hold: a value or a ConfigError that names the
+    file and the setting's path (never another exception)."""
+    import yaml
+
+    doc = yaml.safe_load(THREE)
+    if d.section:
+        doc[d.section] = {d.name: value}
+        if d.setting.required is False:
+            required = [e for e in DEFS if e.section == d.section and e.setting.required]
+            # prefix mode, so that separator and style apply
+            mode = {"loop_prevention.mode": "prefix"}
+            doc[d.section].update({e.name: mode.get(e.path, e.default) for e in required})
+    else:
+        doc[d.name] = value
+    try:
+        read_yaml(yaml.safe_dump(doc), "t.yaml")
+    except ConfigError as exc:
+        message = str(exc)
+    else:
+        return
+    assert message.startswith("t.yaml: "), message
+    # the one cross-field rule a single value can break names the DC it clashes with
+    clash = d.path == "loop_prevention.separator" and "contains the prefix separator" in message
+    assert d.path in message or clash, message
