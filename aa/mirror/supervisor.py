@@ -126,7 +126,9 @@ class Supervisor:
                 tasks.append(asyncio.create_task(self._keep_task(name, extra), name=name))
             await self.stopping.wait()
             log.info("shutdown_started", timeout_s=self._shutdown_timeout)
-            _, late = await asyncio.wait(tasks, timeout=self._shutdown_timeout)
+            _, late = (
+                await asyncio.wait(tasks, timeout=self._shutdown_timeout) if tasks else ((), ())
+            )
             if late:
                 dump_tasks("shutdown_timeout")  # every task: the stuck one may wait on another
             for t in late:

@@ -136,3 +136,31 @@ async def test_failing_topic_sync_of_a_running_flow_is_shown_in_healthz() -> Non
     finally:
         sup.stop()
         await asyncio.wait_for(runner, 30)
+
+
+async def _parked_somewhere_recognisable(event: asyncio.Event) -> None:
+    await event.wait()
+
+
+async def test_sigusr1_logs_where_every_task_waits() -> None:
+    """A process that seems stuck is asked with SIGUSR1: each task's await chain is logged."""
+    import os
+    import signal
+
+    sup = Supervisor([], Metrics(), shutdown_timeout_s=1)
+    release = asyncio.Event()
+    parked = asyncio.create_task(_parked_somewhere_recognisable(release), name="parked")
+    run = asyncio.create_task(sup.run())
+    await asyncio.sleep(0)  # let run() install its handlers
+    with capture_logs() as logs:
+        os.kill(os.getpid(), signal.SIGUSR1)
+        for _ in range(100):  # the handler runs on a later loop iteration
+            if any(e["event"] == "task_dump" for e in logs):
+                break
+            await asyncio.sleep(0.01)
+    release.set()
+    sup.stop()
+    await run
+    await parked
+    dumps = {e["task"]: e["stack"] for e in logs if e["event"] == "task_dump"}
+    assert any("_parked_somewhere_recognisable" in frame for frame in dumps["parked"])
