@@ -11,7 +11,8 @@ import argparse
 import asyncio
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -22,18 +23,23 @@ from aa.errors import AaError
 from aa.logs import configure, get_logger
 from spark_reconcile import findings
 from spark_reconcile.findings.delay import unmeasured
+from spark_reconcile.findings.divergent import COUNTED
+from spark_reconcile.findings.missing import EXPIRED, IN_FLIGHT, MISSING
 from spark_reconcile.options import JobOptions, add_arguments, from_args
 from spark_reconcile.plan import ReadPlan
-from spark_reconcile.probe import PartitionRange, probe
-from spark_reconcile.records import normalise
+from spark_reconcile.probe import PartitionRange, Probe, probe
+from spark_reconcile.records import finish, prepare
 from spark_reconcile.repair import repair
 from spark_reconcile.report import render_html
 from spark_reconcile.session import build_session
-from spark_reconcile.source import read_dcs
+from spark_reconcile.source import read_dcs, read_positions
 from spark_reconcile.state import RunState, load_state, save_state
 from spark_reconcile.summarise import counts_by, record_counts, sample, to_jsonable
 from spark_reconcile.thresholds import COUNT_FINDINGS
 from spark_reconcile.window import Window, parse_time
+
+SPLIT_READS_FROM = 100_000
+"""Records to read from which Spark's ``minPartitions`` splits partitions across the cores."""
 
 
 def _log() -> Any:
@@ -57,7 +63,8 @@ def window_for(opts: JobOptions, state: RunState | None) -> Window:
 
 
 def run(opts: JobOptions) -> int:
-    """One run; returns 0 (within thresholds) or 1 (crossed). Raises ``AaError`` on errors."""
+    """One run; returns 0 (within thresholds), 1 (crossed) or 2 (a DC was not checked: the
+    others were, and their findings are written). Raises ``AaError`` on errors."""
     started = time.monotonic()
     _check_resolvers(opts)
     plan = ReadPlan(load_config(opts.config), opts.events)
@@ -70,8 +77,11 @@ def run(opts: JobOptions) -> int:
         since_ms=window.since_ms,
         until_ms=window.until_ms,
     )
-    ranges = asyncio.run(probe(plan, window, state, opts.connect_timeout_s))
-    all_ranges = [r for rs in ranges.values() for r in rs]
+    probed = asyncio.run(probe(plan, window, state, opts.connect_timeout_s))
+    all_ranges = [r for rs in probed.ranges.values() for r in rs]
+    for dc, reason in sorted(probed.unreachable.items()):
+        _log().error("reconcile.not_checked", dc=dc, reason=reason)
+        print(f"aa reconcile: error: {reason}; {dc} is not checked", file=sys.stderr)
     _log().info(
         "reconcile.probed",
         partitions=len(all_ranges),
@@ -83,16 +93,19 @@ def run(opts: JobOptions) -> int:
         driver_memory=opts.driver_memory,
         shuffle_partitions=opts.shuffle_partitions,
     )
-    summary = reconcile(spark, plan, window, ranges, opts)
+    summary = reconcile(spark, plan, window, probed, opts)
     if opts.repair and summary["counts"]["missing"]:
         _log().info("reconcile.stage", stage="repair", records=summary["counts"]["missing"])
         partitions = _partition_counts(all_ranges)
-        missing_df = spark.read.parquet(str(opts.out / "findings" / "missing"))
-        done = repair(missing_df, plan, partitions)
+        todo = spark.read.parquet(str(opts.out / "findings" / "repair"))
+        done = repair(_recheck(spark, plan, window, probed, todo, opts), plan, partitions)
         summary["repair"] = [{"target": k, "published": v} for k, v in sorted(done.items())]
     _write_outputs(opts.out, summary)
-    save_state(opts.state, RunState.from_ranges(window.since_ms, window.until_ms, all_ranges))
-    code = 1 if summary["thresholds_crossed"] else 0
+    if probed.unreachable:
+        code = 2  # never advance the state past a window some DC was not checked in
+    else:
+        save_state(opts.state, RunState.from_ranges(window.since_ms, window.until_ms, all_ranges))
+        code = 1 if summary["thresholds_crossed"] else 0
     _log().info(
         "reconcile.done",
         exit_code=code,
@@ -125,39 +138,97 @@ def reconcile(
     spark: Any,
     plan: ReadPlan,
     window: Window,
-    ranges: dict[str, list[PartitionRange]],
+    probed: Probe,
     opts: JobOptions,
 ) -> dict[str, Any]:
     """Read, find, write Parquet; return the summary (small aggregates only)."""
+    from pyspark.sql import functions as F
+
+    ranges = probed.ranges
+    checked = sorted(ranges)
     logical = sorted({r.logical for rs in ranges.values() for r in rs})
+    physical = {r.topic: r.logical for rs in ranges.values() for r in rs}
     resolvers = {t: res for t in logical if (res := plan.events.resolver_for(t)) is not None}
     datacenters = {dc: plan.datacenter(dc) for dc in plan.dcs}
     _log().info("reconcile.stage", stage="read", topics=logical, event_topics=sorted(resolvers))
+    to_read = sum(max(0, r.end - r.start) for rs in ranges.values() for r in rs)
+    # split big partitions across the cores; small reads stay one task per partition
+    split = spark.sparkContext.defaultParallelism if to_read >= SPLIT_READS_FROM else None
+    raw = read_dcs(spark, datacenters, ranges, min_partitions=split)
+    # The narrow projection (value and headers only of rows the Python decoder needs) is read
+    # from Kafka once into the cache; the finished rows are checkpointed, which also cuts the
+    # long lineage every finding would otherwise analyse again.
+    prepared = raw.transform(prepare(resolvers)).persist()
     records = (
-        read_dcs(spark, datacenters, ranges)
-        .transform(normalise(window, opts.bucket_ms, resolvers))
-        .persist()
+        prepared.transform(finish(window, opts.bucket_ms))
+        .drop("slow_value", "slow_headers")
+        .localCheckpoint(eager=True)
     )
+    prepared.unpersist()
     expected = spark.createDataFrame(
-        plan.expected(logical) or [], "origin string, ltopic string, target string"
+        [
+            (o, t, d, plan.routes.tree(o).get(d, o))
+            for o, t, d in plan.expected(logical)
+            if o in ranges and d in ranges
+        ]
+        or [],
+        "origin string, ltopic string, target string, parent string",
     )
-    topic_dcs = {t: dcs for t, dcs in plan.topic_dcs(logical).items() if t in resolvers}
+    topic_dcs = {
+        t: [d for d in dcs if d in ranges]
+        for t, dcs in plan.topic_dcs(logical).items()
+        if t in resolvers
+    }
+
+    def with_values(positions: Any) -> Any:
+        return read_positions(spark, datacenters, physical, positions)
+
+    out = opts.out / "findings"
+    absent_path = out / "absent"
+    records.transform(
+        findings.absent(
+            expected,
+            due_ms=probed.at_ms - opts.grace_ms,
+            mirrored=_mirrored_df(spark, probed),
+            horizons=_horizons(
+                spark, records, all_ranges=[r for rs in ranges.values() for r in rs]
+            ),
+        )
+    ).write.mode("overwrite").parquet(str(absent_path))
+    absent = spark.read.parquet(str(absent_path))
+    missing_rows = absent.filter(F.col("status") == MISSING)
     tables = {
-        "missing": records.transform(findings.missing(expected)),
+        "missing": _with_payload(missing_rows, with_values),
         "duplicated": records.transform(findings.duplicated),
         "looped": records.transform(findings.looped),
         "malformed": records.transform(findings.malformed),
-        "divergent": findings.key_states(records).transform(findings.divergent(topic_dcs)),
+        "divergent": records.transform(findings.divergent(topic_dcs, with_values)),
         "delay": records.transform(findings.delay_by_flow),
         "completeness": records.transform(findings.completeness(expected)),
     }
-    written: dict[str, Any] = {}
+    written: dict[str, Any] = {"absent": absent}
+    rows: dict[str, int] = {}
     for name, df in tables.items():
-        path = opts.out / "findings" / name
+        path = out / name
         df.write.mode("overwrite").parquet(str(path))
         written[name] = spark.read.parquet(str(path))
-        _log().info("reconcile.finding", finding=name, rows=written[name].count(), path=str(path))
-    counts = {name: int(written[name].count()) for name in COUNT_FINDINGS}
+        rows[name] = int(written[name].count())
+        _log().info("reconcile.finding", finding=name, rows=rows[name], path=str(path))
+    if opts.repair:
+        # the first DC lacking a record on each branch of its origin's route tree: the mirrors
+        # carry the repaired copy on to the DCs below it
+        upstream = absent.filter(F.col("status") != EXPIRED).select(
+            F.col("target").alias("parent"), "origin", "ltopic", "rid"
+        )
+        all_ranges = [r for rs in ranges.values() for r in rs]
+        written["missing"].join(
+            upstream, ["parent", "origin", "ltopic", "rid"], "left_anti"
+        ).transform(_not_older_than_target(spark, records, all_ranges)).write.mode(
+            "overwrite"
+        ).parquet(str(out / "repair"))
+    counts = {name: rows[name] for name in COUNT_FINDINGS}
+    by_reason = {r["reason"]: r["count"] for r in counts_by(written["divergent"], "reason")}
+    counts["divergent"] = sum(n for reason, n in by_reason.items() if reason in COUNTED)
     delay_rows = to_jsonable(
         [r.asDict() for r in written["delay"].orderBy("flow", "ltopic").collect()]
     )
@@ -177,8 +248,14 @@ def reconcile(
             "since_ms": window.since_ms,
             "until_ms": window.until_ms,
             "slack_ms": window.slack_ms,
+            "grace_ms": opts.grace_ms,
+            "probed_at": _iso(probed.at_ms),
         },
         "dcs": list(plan.dcs),
+        "checked": checked,
+        "not_checked": [
+            {"dc": dc, "reason": reason} for dc, reason in sorted(probed.unreachable.items())
+        ],
         "topics": logical,
         "event_topics": resolvers,
         "counts": counts,
@@ -186,6 +263,9 @@ def reconcile(
         "thresholds_crossed": crossed,
         "records": to_jsonable(record_counts(records)),
         "missing_by_flow": to_jsonable(counts_by(written["missing"], "origin", "target", "ltopic")),
+        "in_flight": _by_flow(absent, IN_FLIGHT),
+        "expired": _by_flow(absent, EXPIRED),
+        "divergent_by_reason": by_reason,
         "delay": delay_rows,
         "delay_unmeasured": to_jsonable(
             [r.asDict() for r in records.transform(unmeasured).orderBy("flow").collect()]
@@ -195,10 +275,139 @@ def reconcile(
         "samples": {
             name: to_jsonable(sample(written[name], "headers", "value")) for name in COUNT_FINDINGS
         },
-        "outputs": {name: str(opts.out / "findings" / name) for name in tables},
+        "outputs": {name: str(out / name) for name in written},
     }
-    records.unpersist()
     return summary
+
+
+def _recheck(
+    spark: Any, plan: ReadPlan, window: Window, probed: Probe, todo: Any, opts: JobOptions
+) -> Any:
+    """``todo`` without the records whose copy reached their target since the probe (the
+    mirror caught up while Spark ran): the targets are probed again and only what arrived
+    after the first probe's end offsets is read."""
+    from pyspark.sql import functions as F
+
+    again = asyncio.run(probe(plan, window, None, opts.connect_timeout_s))
+    ends = {(r.dc, r.topic, r.partition): r.end for rs in probed.ranges.values() for r in rs}
+    targets = {r.target for r in todo.select("target").distinct().collect()}
+    arrived = {
+        dc: [
+            replace(r, start=ends[(r.dc, r.topic, r.partition)])
+            for r in rs
+            if (r.dc, r.topic, r.partition) in ends
+        ]
+        for dc, rs in again.ranges.items()
+        if dc in targets
+    }
+    resolvers = {
+        r.logical: res
+        for rs in arrived.values()
+        for r in rs
+        if (res := plan.events.resolver_for(r.logical)) is not None
+    }
+    datacenters = {dc: plan.datacenter(dc) for dc in plan.dcs}
+    late = (
+        read_dcs(spark, datacenters, arrived)
+        .transform(prepare(resolvers))
+        .transform(finish(window, opts.bucket_ms))
+        .select(F.col("dc").alias("target"), "ltopic", "rid", "src", "event_error")
+    )
+    n_late = late.count()
+    if not n_late:
+        return todo
+    _log().info("reconcile.recheck", records_arrived=n_late)
+    return todo.join(
+        late.select("target", "ltopic", "rid"), ["target", "ltopic", "rid"], "left_anti"
+    ).join(
+        late.filter(F.col("event_error").isNotNull()).select("target", "ltopic", "src"),
+        ["target", "ltopic", "src"],
+        "left_anti",
+    )
+
+
+def _not_older_than_target(
+    spark: Any, records: Any, all_ranges: Sequence[PartitionRange]
+) -> Callable[[Any], Any]:
+    """On compacted topics, never re-append an older value after a newer one: drop repair rows
+    whose target already holds a record with the same key and a later timestamp."""
+    from pyspark.sql import functions as F
+
+    compacted = sorted({(r.dc, r.topic) for r in all_ranges if r.compacted})
+
+    def transform(todo: Any) -> Any:
+        if not compacted:
+            return todo
+        cut = spark.createDataFrame(compacted, "target string, t_topic string")
+        newer = records.join(
+            F.broadcast(cut), (records.dc == cut.target) & (records.topic == cut.t_topic)
+        ).select("target", "ltopic", "key_hash", F.col("ts").alias("newer_ts"))
+        stale = (
+            todo.join(newer, ["target", "ltopic", "key_hash"])
+            .filter(F.col("newer_ts") > F.col("ts"))
+            .select("target", "ltopic", "rid")
+        )
+        return todo.join(stale, ["target", "ltopic", "rid"], "left_anti")
+
+    return transform
+
+
+def _by_flow(absent: Any, status: str) -> list[dict[str, Any]]:
+    from pyspark.sql import functions as F
+
+    rows = counts_by(absent.filter(F.col("status") == status), "origin", "target", "ltopic")
+    return [
+        {**{k: r[k] for k in ("origin", "target", "ltopic")}, "records": r["count"]} for r in rows
+    ]
+
+
+def _with_payload(rows: Any, with_values: Callable[[Any], Any]) -> Any:
+    """Missing rows with the origin record's ``key``, ``value`` and ``headers`` (for repair),
+    read back from the origin DC for these offsets only."""
+    from pyspark.sql import functions as F
+
+    if rows.isEmpty():
+        return rows.select(
+            "*",
+            F.lit(None).cast("binary").alias("key"),
+            F.lit(None).cast("binary").alias("value"),
+            F.lit(None).cast("array<struct<key:string,value:binary>>").alias("headers"),
+        )
+    return (
+        with_values(rows.withColumn("dc", F.col("origin")))
+        .drop("dc")
+        .withColumnRenamed("record_key", "key")
+    )
+
+
+def _mirrored_df(spark: Any, probed: Probe) -> Any:
+    return spark.createDataFrame(
+        [(m.source, m.target, m.topic, m.partition, m.committed) for m in probed.mirrored] or [],
+        "source string, target string, topic string, partition int, committed long",
+    )
+
+
+def _horizons(spark: Any, records: Any, all_ranges: Sequence[PartitionRange]) -> Any:
+    """``dc, ltopic, partition, horizon_ts`` of truncated partitions: the time of the first
+    record each still holds (the probe time when retention removed them all)."""
+    from pyspark.sql import functions as F
+
+    cut = [r for r in all_ranges if r.log_start > 0 and r.start <= r.log_start]
+    starts = spark.createDataFrame(
+        [(r.dc, r.topic, r.logical, r.partition, r.log_start, r.empty) for r in cut] or [],
+        "dc string, topic string, ltopic string, partition int, offset long, empty boolean",
+    )
+    first = records.select("dc", "topic", "partition", "offset", "ts")
+    return (
+        starts.join(first, ["dc", "topic", "partition", "offset"], "left")
+        .withColumn(
+            "ts",
+            F.when(F.col("empty"), F.lit(int(time.time() * 1000))).otherwise(F.col("ts")),
+        )
+        .groupBy("dc", "ltopic", "partition")
+        .agg(F.max("ts").alias("horizon_ts"))
+        .filter(F.col("horizon_ts").isNotNull())
+    )
 
 
 def counts_by_completeness(df: Any) -> list[dict[str, Any]]:

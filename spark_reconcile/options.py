@@ -24,9 +24,10 @@ class JobOptions:
     events: EventTopics
     master: str | None
     driver_memory: str
-    shuffle_partitions: int
+    shuffle_partitions: int | None
     bucket_ms: int
     slack_ms: int
+    grace_ms: int
     connect_timeout_s: float
 
 
@@ -57,12 +58,24 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--master", default=None, help="Spark master (default local[*])")
     p.add_argument("--driver-memory", default="2g", help="Spark driver memory (default 2g)")
-    p.add_argument("--shuffle-partitions", type=int, default=8)
+    p.add_argument(
+        "--shuffle-partitions",
+        type=int,
+        default=None,
+        help="spark.sql.shuffle.partitions (default: Spark's, or spark-submit's; AQE coalesces)",
+    )
     p.add_argument("--bucket", default="1h", help="time bucket of the charts (default 1h)")
     p.add_argument(
         "--slack",
         default="10m",
         help="read this much before --since: copies are not in timestamp order (default 10m)",
+    )
+    p.add_argument(
+        "--grace",
+        default="5m",
+        help="a record absent from a DC is in flight, not missing, while it is younger than "
+        "this at probe time and the mirror feeding that DC has not committed past it "
+        "(default 5m)",
     )
     p.add_argument("--connect-timeout", type=float, default=15.0, help="seconds per DC")
 
@@ -80,8 +93,11 @@ def from_args(args: argparse.Namespace) -> JobOptions:
         events=EventTopics.parse(args.events),
         master=args.master,
         driver_memory=args.driver_memory,
-        shuffle_partitions=int(args.shuffle_partitions),
+        shuffle_partitions=None
+        if args.shuffle_partitions is None
+        else int(args.shuffle_partitions),
         bucket_ms=parse_duration_ms(args.bucket, option="--bucket"),
         slack_ms=parse_duration_ms(args.slack, option="--slack"),
+        grace_ms=parse_duration_ms(args.grace, option="--grace"),
         connect_timeout_s=float(args.connect_timeout),
     )

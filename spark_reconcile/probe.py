@@ -8,8 +8,9 @@ Doing this with aiokafka first means an unreachable DC fails the run in seconds 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
@@ -17,6 +18,8 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from aa.admin import ClusterAdmin
 from aa.config import client_kwargs
 from aa.config.client import preflight
+from aa.mirror.build import group_id
+from aa.offsets.groups import group_offsets
 from spark_reconcile.errors import DcUnreachableError
 from spark_reconcile.plan import ReadPlan
 from spark_reconcile.state import RunState
@@ -35,10 +38,42 @@ class PartitionRange:
     partition: int
     start: int
     end: int
+    log_start: int = 0
+    """The partition's first offset still held (above 0: older records were deleted)."""
+    compacted: bool = False
+    """The topic's ``cleanup.policy`` includes ``compact`` (only the latest value per key)."""
+
+    @property
+    def truncated(self) -> bool:
+        """Retention (or a delete) removed records this read would otherwise have seen."""
+        return self.log_start > 0 and self.start == self.log_start
 
     @property
     def empty(self) -> bool:
         return self.end <= self.start
+
+
+@dataclass(frozen=True, slots=True)
+class Mirrored:
+    """The committed source offset of the mirror's flow ``source->target`` on one partition:
+    every record below ``committed`` has been copied (acknowledged by the target)."""
+
+    source: str
+    target: str
+    topic: str
+    partition: int
+    committed: int
+
+
+@dataclass(frozen=True, slots=True)
+class Probe:
+    """What the probe found: the ranges of each reachable DC, why the others are not checked,
+    the mirrors' committed offsets, and when (epoch ms)."""
+
+    ranges: dict[str, list[PartitionRange]]
+    unreachable: dict[str, str] = field(default_factory=dict)
+    mirrored: list[Mirrored] = field(default_factory=list)
+    at_ms: int = 0
 
 
 async def probe(
@@ -46,27 +81,34 @@ async def probe(
     window: Window,
     state: RunState | None = None,
     timeout_s: float = CONNECT_TIMEOUT_S,
-) -> dict[str, list[PartitionRange]]:
-    """DC -> the partition ranges to read; raises :class:`DcUnreachableError` naming every DC
-    that did not answer."""
+) -> Probe:
+    """The partition ranges to read in every DC that answers. A DC that does not answer is
+    listed in ``unreachable`` (the others are still checked); :class:`DcUnreachableError`,
+    naming every DC, only when none answers."""
+    at_ms = int(time.time() * 1000)
     results = await asyncio.gather(
         *(_probe_dc(plan, dc, window, state, timeout_s) for dc in plan.dcs),
         return_exceptions=True,
     )
     failed = [r for r in results if isinstance(r, BaseException)]
-    if failed:
-        unreachable = [r for r in failed if isinstance(r, DcUnreachableError)]
-        if len(unreachable) != len(failed):
-            raise next(r for r in failed if not isinstance(r, DcUnreachableError))
-        raise DcUnreachableError("; ".join(str(r) for r in unreachable))
-    return {
-        dc: r for dc, r in zip(plan.dcs, results, strict=True) if not isinstance(r, BaseException)
-    }
+    other = [r for r in failed if not isinstance(r, DcUnreachableError)]
+    if other:
+        raise other[0]
+    if failed and len(failed) == len(results):
+        raise DcUnreachableError("; ".join(str(r) for r in failed))
+    out = Probe({}, at_ms=at_ms)
+    for dc, r in zip(plan.dcs, results, strict=True):
+        if isinstance(r, BaseException):
+            out.unreachable[dc] = str(r)
+        else:
+            out.ranges[dc], mirrored = r
+            out.mirrored.extend(mirrored)
+    return out
 
 
 async def _probe_dc(
     plan: ReadPlan, dc: str, window: Window, state: RunState | None, timeout_s: float
-) -> list[PartitionRange]:
+) -> tuple[list[PartitionRange], list[Mirrored]]:
     spec = plan.datacenter(dc)
     kwargs: dict[str, Any] = client_kwargs(spec)
     kwargs["request_timeout_ms"] = int(timeout_s * 1000)
@@ -76,7 +118,10 @@ async def _probe_dc(
     try:
         async with deadline, ClusterAdmin(dc, **kwargs) as admin:
             infos = await admin.topics()
-        topics = {name: t.partitions for name, t in infos.items() if not t.internal}
+            topics = {name: t.partitions for name, t in infos.items() if not t.internal}
+            selected = [r.topic for r in plan.reads(dc, topics)]
+            configs = await admin.topic_configs(selected)
+        compacted = {t for t, c in configs.items() if "compact" in c.get("cleanup.policy", "")}
     except (Exception, asyncio.CancelledError) as exc:  # aiokafka's own error classes too
         if isinstance(exc, asyncio.CancelledError) and not deadline.expired():
             raise  # cancelled from outside, not by our deadline
@@ -88,7 +133,9 @@ async def _probe_dc(
     try:
         async with asyncio.timeout(timeout_s * 4):
             await consumer.start()
-            return await _ranges(consumer, plan, dc, topics, window, state)
+            ranges = await _ranges(consumer, plan, dc, topics, window, state)
+            ranges = [replace(r, compacted=r.topic in compacted) for r in ranges]
+            return ranges, await _mirrored(kwargs, plan, dc, {r.topic for r in ranges})
     except TimeoutError as exc:
         raise DcUnreachableError(
             f"DC {dc} at {spec.bootstrap} did not answer offset requests in time"
@@ -107,6 +154,35 @@ async def _stop(consumer: Any) -> None:
         task = asyncio.current_task()
         if task is not None and task.cancelling():
             raise
+
+
+async def _mirrored(
+    kwargs: Mapping[str, Any], plan: ReadPlan, dc: str, topics: set[str]
+) -> list[Mirrored]:
+    """Committed offsets of the at-least-once flows reading ``dc`` (their consumer groups live
+    in ``dc``). Exactly-once flows keep theirs on the target: for them only the grace period
+    decides when a record is due."""
+    out = []
+    for flow in plan.topology.flows:
+        if flow.source != dc:
+            continue
+        try:
+            offsets = await group_offsets(kwargs, group_id(flow))
+        except Exception as exc:  # noqa: BLE001 - no committed offsets: the grace period decides
+            _log().info("reconcile.no_mirror_offsets", flow=flow.name, error=repr(exc))
+            continue
+        out += [
+            Mirrored(dc, flow.target, tp.topic, tp.partition, off)
+            for tp, off in offsets.items()
+            if tp.topic in topics
+        ]
+    return out
+
+
+def _log() -> Any:
+    from aa.logs import get_logger
+
+    return get_logger("spark_reconcile.probe")
 
 
 async def _tcp_check(dc: str, bootstrap: str, timeout_s: float) -> None:
@@ -156,5 +232,5 @@ async def _ranges(
             if recorded is not None:  # also see what arrived since the last run (late copies)
                 start = min(start, recorded)
         start = max(start, begins[tp])
-        out.append(PartitionRange(dc, tp.topic, logical, tp.partition, start, ends[tp]))
+        out.append(PartitionRange(dc, tp.topic, logical, tp.partition, start, ends[tp], begins[tp]))
     return out

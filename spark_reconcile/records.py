@@ -34,6 +34,28 @@ NORMALISED_EXTRA = (
     "bucket",
 )
 
+NARROW_COLUMNS = (
+    "dc",
+    "topic",
+    "ltopic",
+    "partition",
+    "offset",
+    "ts",
+    "has_prov",
+    "origin",
+    "path",
+    "src",
+    "mirrored_at",
+    "prov_error",
+    "resolver",
+    "event_id",
+    "event_key",
+    "event_error",
+    "needs_slow",
+    "vhash",
+    "key_hash",
+)
+
 
 def _headers_named(name: str) -> Any:
     from pyspark.sql import functions as F
@@ -97,6 +119,61 @@ def with_provenance(df: Any) -> Any:
     )
 
 
+# The envelope exactly as conflict writes it (orjson, fields in ``Event.to_json`` order, no
+# escapes in key and type, the HLC's DC equal to the origin). Rows that match are decoded
+# natively; every other row of an event topic goes to ``Event.decode`` for its exact verdict.
+_ID = "[0-9A-HJKMNP-TV-Z]{26}"
+_DC = "[A-Za-z][A-Za-z0-9_-]{0,31}"
+_TEXT = r'[^"\\\x00-\x1f]+'
+_ENVELOPE_RE = (
+    rf'(?s)^\{{"id":"{_ID}","key":"{_TEXT}","type":"{_TEXT}","origin":"({_DC})",'
+    rf'"hlc":"[0-9]{{1,15}}:[0-9]{{1,20}}:\1","payload":.*\}}$'
+)
+_SUPERSEDES_TAIL_RE = rf',"supersedes":\[(?:"{_ID}"(?:,"{_ID}")*)?\]\}}$'
+_FIELDS = ("id", "key", "type", "origin", "hlc", "supersedes", "payload")
+_MAX_PHYSICAL = (1 << 48) - 1
+_ENVELOPE_HEADERS = {"event-id": 3, "event-type": 11, "event-origin": 15, "event-hlc": 19}
+"""Envelope header -> index of the value it must equal in the value split on quotes."""
+
+
+def _fast_decode() -> tuple[Any, Any, Any]:
+    """(ok, id, key) columns: ``ok`` is true only for values ``Event.decode`` accepts."""
+    from pyspark.sql import functions as F
+
+    text = F.col("value").cast("string")
+    parts = F.split(text, '"', 22)
+    keys = F.json_object_keys(text)
+    hlc = F.get(parts, 19)
+    headers_agree = F.forall(
+        F.coalesce(F.col("headers"), F.array()),
+        lambda h: F.coalesce(
+            ~h["key"].isin(*_ENVELOPE_HEADERS)
+            | (
+                h["value"].cast("string")
+                == F.get(
+                    parts,
+                    F.create_map(*[F.lit(x) for kv in _ENVELOPE_HEADERS.items() for x in kv])[
+                        h["key"]
+                    ],
+                )
+            ),
+            F.lit(False),
+        ),
+    )
+    ok = (
+        F.col("value").isNotNull()
+        & F.is_valid_utf8(text)
+        & text.rlike(_ENVELOPE_RE)
+        & keys.isNotNull()
+        & (F.size(keys) == F.size(F.array_distinct(keys)))
+        & F.forall(keys, lambda k: k.isin(*_FIELDS))
+        & (~F.array_contains(keys, "supersedes") | text.rlike(_SUPERSEDES_TAIL_RE))
+        & (F.substring_index(hlc, ":", 1).cast("long") <= F.lit(_MAX_PHYSICAL))
+        & headers_agree
+    )
+    return F.coalesce(ok, F.lit(False)), F.get(parts, 3), F.get(parts, 7)
+
+
 def _decode_udf() -> Any:
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
@@ -109,9 +186,7 @@ def _decode_udf() -> Any:
         ]
     )
 
-    def decode(resolver: str | None, value: bytes | None, headers: Any) -> tuple[Any, ...] | None:
-        if resolver is None:
-            return None
+    def decode(value: bytes | None, headers: Any) -> tuple[Any, ...] | None:
         from spark_reconcile.errors import EventDecodeError
         from spark_reconcile.events import identity
 
@@ -126,31 +201,84 @@ def _decode_udf() -> Any:
 
 
 def with_events(resolvers: Mapping[str, str]) -> Callable[[Any], Any]:
-    """Add ``resolver`` (for event-sourced logical topics), ``event_id``, ``event_key`` and
-    ``event_error`` (why the payload is not a valid event; the row is kept)."""
+    """Add ``resolver`` (for event-sourced logical topics), ``event_id``, ``event_key``,
+    ``event_error`` (null until :func:`decode_slow` for rows that need it), ``needs_slow``
+    (an event row the native decoder did not accept) and ``vhash`` (a 64-bit hash of the value:
+    two copies of one event with different values conflict)."""
     from pyspark.sql import functions as F
 
     def transform(df: Any) -> Any:
-        if resolvers:
-            mapping = F.create_map(*[F.lit(x) for kv in sorted(resolvers.items()) for x in kv])
-            resolver = mapping[F.col("ltopic")]
-        else:
-            resolver = F.lit(None).cast("string")
-        out = df.withColumn("resolver", resolver)
+        out = df.withColumn("vhash", F.xxhash64("value")).withColumn("key_hash", F.xxhash64("key"))
         if not resolvers:
             return (
-                out.withColumn("event_id", F.lit(None).cast("string"))
+                out.withColumn("resolver", F.lit(None).cast("string"))
+                .withColumn("event_id", F.lit(None).cast("string"))
                 .withColumn("event_key", F.lit(None).cast("string"))
                 .withColumn("event_error", F.lit(None).cast("string"))
+                .withColumn("needs_slow", F.lit(False))
             )
-        decoded = _decode_udf()(F.col("resolver"), F.col("value"), F.col("headers"))
+        mapping = F.create_map(*[F.lit(x) for kv in sorted(resolvers.items()) for x in kv])
+        resolver = mapping[F.col("ltopic")]
+        ok, ev_id, ev_key = _fast_decode()
+        fast = resolver.isNotNull() & ok
         return (
-            out.withColumn("_ev", decoded)
+            out.withColumn("resolver", resolver)
+            .withColumn("needs_slow", resolver.isNotNull() & ~ok)
+            .withColumn("event_id", F.when(fast, ev_id))
+            .withColumn("event_key", F.when(fast, ev_key))
+            .withColumn("event_error", F.lit(None).cast("string"))
+        )
+
+    return transform
+
+
+def narrow(df: Any) -> Any:
+    """The columns every finding needs, and the value and headers only of the few rows the
+    native decoder sent to :func:`decode_slow` (what the job caches)."""
+    from pyspark.sql import functions as F
+
+    keep = [c for c in NARROW_COLUMNS if c in df.columns and c not in ("path", "src")]
+    return df.select(
+        *keep,
+        # a string caches smaller than an array; widened again by :func:`widen`
+        F.concat_ws(",", "path").alias("path_s"),
+        # aa-src is only needed where no event id identifies the record; a local write's own
+        # src is recomputed from its position
+        F.when(
+            F.col("has_prov") & (F.col("resolver").isNull() | F.col("needs_slow")), F.col("src")
+        ).alias("src"),
+        F.when(F.col("needs_slow"), F.col("value")).alias("slow_value"),
+        F.when(F.col("needs_slow"), F.col("headers")).alias("slow_headers"),
+    )
+
+
+def widen(df: Any) -> Any:
+    """Undo :func:`narrow`'s savings: ``path`` as an array, ``src`` of local writes."""
+    from pyspark.sql import functions as F
+
+    own_src = F.concat_ws("/", "dc", "topic", "partition", "offset")
+    return df.withColumn("path", F.split("path_s", ",")).withColumn(
+        "src", F.coalesce(F.col("src"), F.when(~F.col("has_prov"), own_src))
+    )
+
+
+def decode_slow(value: str = "value", headers: str = "headers") -> Callable[[Any], Any]:
+    """Decode the rows with ``needs_slow`` in Python (``Event.decode``: an id, or the exact
+    error); the filter keeps every other row out of the Python workers."""
+    from pyspark.sql import functions as F
+
+    def transform(df: Any) -> Any:
+        fast = df.filter(~F.col("needs_slow"))
+        decoded = _decode_udf()(F.col(value), F.col(headers))
+        slow = (
+            df.filter(F.col("needs_slow"))
+            .withColumn("_ev", decoded)
             .withColumn("event_id", F.col("_ev.id"))
             .withColumn("event_key", F.col("_ev.key"))
             .withColumn("event_error", F.col("_ev.error"))
             .drop("_ev")
         )
+        return fast.unionByName(slow)
 
     return transform
 
@@ -176,13 +304,38 @@ def with_identity(window: Window, bucket_ms: int) -> Callable[[Any], Any]:
     return transform
 
 
+def prepare(resolvers: Mapping[str, str]) -> Callable[[Any], Any]:
+    """Raw rows -> narrow rows with provenance and natively decoded events (what the job
+    caches); :func:`finish` completes them."""
+
+    def transform(df: Any) -> Any:
+        return df.transform(with_provenance).transform(with_events(resolvers)).transform(narrow)
+
+    return transform
+
+
+def finish(window: Window, bucket_ms: int) -> Callable[[Any], Any]:
+    """Prepared rows -> normalised rows: the Python decoder for the rows that need it, then
+    identity, window and bucket."""
+
+    def transform(df: Any) -> Any:
+        return (
+            df.transform(widen)
+            .transform(decode_slow("slow_value", "slow_headers"))
+            .transform(with_identity(window, bucket_ms))
+        )
+
+    return transform
+
+
 def normalise(window: Window, bucket_ms: int, resolvers: Mapping[str, str]) -> Callable[[Any], Any]:
-    """Raw rows -> normalised rows: provenance, events, identity."""
+    """Raw rows -> normalised rows: provenance, events, identity (raw columns kept)."""
 
     def transform(df: Any) -> Any:
         return (
             df.transform(with_provenance)
             .transform(with_events(resolvers))
+            .transform(decode_slow())
             .transform(with_identity(window, bucket_ms))
         )
 

@@ -4,7 +4,9 @@ Each record keeps its key, value, application headers, timestamp and (when the t
 it) partition, and gets the provenance a copy carries (``aa-origin``, ``aa-path`` origin,target,
 the unchanged ``aa-src``), so the next run matches it to its origin. Idempotent because the
 findings come from a fresh read: a record repaired once is present on the next run and is not
-re-published. Rows stream from the Parquet findings; nothing is held in memory at once.
+re-published. The job repairs only the first DC lacking a record on each branch of the
+origin's route tree (the mirrors carry the copy on), and the Spark executors produce, each its
+own partitions of the findings: nothing is collected to the driver.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Any
 
 from aiokafka import AIOKafkaProducer
 
-from aa.config import client_kwargs
+from aa.config import Datacenter, client_kwargs
 from aa.logs import get_logger
 from aa.provenance import LOCAL, SourceRef, strip
 from spark_reconcile.plan import ReadPlan
@@ -40,11 +42,14 @@ class RepairRecord:
 
 
 def to_repair(
-    row: Mapping[str, Any], plan: ReadPlan, partitions: Mapping[tuple[str, str], int]
+    row: Mapping[str, Any],
+    topics: Mapping[tuple[str, str, str], str],
+    partitions: Mapping[tuple[str, str], int],
 ) -> RepairRecord:
-    """What to produce for one row of the ``missing`` finding."""
+    """What to produce for one row of the ``missing`` finding. ``topics``: (origin, target,
+    logical topic) -> the physical topic in the target."""
     origin, target = row["origin"], row["target"]
-    topic = plan.physical_name(origin, target, row["ltopic"])
+    topic = topics[(origin, target, row["ltopic"])]
     src = SourceRef(origin, row["topic"], int(row["partition"]), int(row["offset"]))
     app = [
         (h["key"], bytes(h["value"]) if h["value"] is not None else b"")
@@ -59,7 +64,7 @@ def to_repair(
 
 
 async def publish(
-    plan: ReadPlan, records: Iterable[RepairRecord], batch: int = 1000
+    datacenters: Mapping[str, Datacenter], records: Iterable[RepairRecord], batch: int = 1000
 ) -> Counter[str]:
     """Produce ``records`` to their target DCs (acks=all, idempotent producers); returns the
     number published per ``target/topic``."""
@@ -74,7 +79,7 @@ async def publish(
                     acks="all",
                     enable_idempotence=True,
                     linger_ms=5,
-                    **client_kwargs(plan.datacenter(rec.target)),
+                    **client_kwargs(datacenters[rec.target]),
                 )
                 await producer.start()
                 producers[rec.target] = producer
@@ -96,16 +101,31 @@ async def publish(
     finally:
         for producer in producers.values():
             await producer.stop()
-    for name, n in sorted(done.items()):
-        _log().info("reconcile.repaired", target=name, records=n)
     return done
 
 
 def repair(
     missing_df: Any, plan: ReadPlan, partitions: Mapping[tuple[str, str], int]
 ) -> Counter[str]:
-    """Stream the ``missing`` rows to the driver partition by partition and re-publish them."""
-    rows = (
-        to_repair(r.asDict(recursive=True), plan, partitions) for r in missing_df.toLocalIterator()
-    )
-    return asyncio.run(publish(plan, rows))
+    """Re-publish the ``missing`` rows (with ``key``, ``value``, ``headers``) from the
+    executors; returns the number published per ``target/topic``."""
+    datacenters = {dc: plan.datacenter(dc) for dc in plan.dcs}
+    logical = sorted({r.ltopic for r in missing_df.select("ltopic").distinct().collect()})
+    topics = {
+        (o, t, lt): plan.physical_name(o, t, lt)
+        for o in plan.dcs
+        for t in plan.dcs
+        for lt in logical
+    }
+    parts = dict(partitions)
+
+    def publish_partition(rows: Iterable[Any]) -> Iterable[tuple[str, int]]:
+        records = (to_repair(r.asDict(recursive=True), topics, parts) for r in rows)
+        return list(asyncio.run(publish(datacenters, records)).items())
+
+    done: Counter[str] = Counter()
+    for name, n in missing_df.rdd.mapPartitions(publish_partition).collect():
+        done[name] += n
+    for name, n in sorted(done.items()):
+        _log().info("reconcile.repaired", target=name, records=n)
+    return done

@@ -20,7 +20,7 @@ def build_session(
     *,
     master: str | None = None,
     driver_memory: str = "2g",
-    shuffle_partitions: int = 8,
+    shuffle_partitions: int | None = None,
     jars: Sequence[Path] | None = None,
     extra: Mapping[str, str] | None = None,
     app_name: str = "aa-reconcile",
@@ -58,10 +58,16 @@ def build_session(
             .config("spark.driver.host", "127.0.0.1")
             .config("spark.driver.bindAddress", "127.0.0.1")
         )
+    if shuffle_partitions is not None:
+        builder = builder.config("spark.sql.shuffle.partitions", str(shuffle_partitions))
+    elif not submitted:
+        # scale with the cores of the local master; a cluster's own setting wins under
+        # spark-submit, and AQE coalesces small partitions either way
+        builder = builder.config("spark.sql.shuffle.partitions", str(4 * _local_cores(master)))
     builder = (
-        builder.config("spark.sql.shuffle.partitions", str(shuffle_partitions))
-        .config("spark.sql.session.timeZone", "UTC")
+        builder.config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.adaptive.enabled", "true")
+        .config("spark.sql.adaptive.coalescePartitions.enabled", "true")
         # Plain pickled Python UDFs: pandas/pyarrow are not dependencies of aa.
         .config("spark.sql.execution.pythonUDF.arrow.enabled", "false")
     )
@@ -70,3 +76,11 @@ def build_session(
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def _local_cores(master: str | None) -> int:
+    """Cores of ``local[N]`` / ``local[*]`` / ``local``."""
+    inner = (master or "local[*]").partition("[")[2].partition("]")[0].split(",")[0]
+    if inner.isdigit():
+        return max(1, int(inner))
+    return os.cpu_count() or 2

@@ -93,12 +93,45 @@ def raw_schema() -> Any:
     )
 
 
+def read_positions(
+    spark: Any,
+    datacenters: Mapping[str, Datacenter],
+    logical: Mapping[str, str],
+    positions: Any,
+) -> Any:
+    """``positions`` (``dc, topic, partition, offset`` and any other columns) joined with the
+    records' ``record_key``, ``value`` and ``headers``, read again from Kafka: only the offset span
+    of each partition that holds a position (repair payloads, suspect keys' events).
+    ``logical``: physical topic -> logical name."""
+    from pyspark.sql import functions as F
+
+    spans = (
+        positions.groupBy("dc", "topic", "partition")
+        .agg(F.min("offset").alias("lo"), F.max("offset").alias("hi"))
+        .collect()
+    )
+    ranges: dict[str, list[PartitionRange]] = {}
+    for s in spans:
+        ranges.setdefault(s.dc, []).append(
+            PartitionRange(
+                s.dc, s.topic, logical.get(s.topic, s.topic), s.partition, s.lo, s.hi + 1
+            )
+        )
+    cols = ["dc", "topic", "partition", "offset"]
+    raw = read_dcs(spark, datacenters, ranges).select(
+        *cols, F.col("key").alias("record_key"), "value", "headers"
+    )
+    return positions.join(raw, cols)
+
+
 def read_dcs(
     spark: Any,
     datacenters: Mapping[str, Datacenter],
     ranges: Mapping[str, Sequence[PartitionRange]],
+    min_partitions: int | None = None,
 ) -> Any:
-    """All DCs' records in the ranges as one DataFrame with :data:`RAW_COLUMNS`."""
+    """All DCs' records in the ranges as one DataFrame with :data:`RAW_COLUMNS`.
+    ``min_partitions``: Spark's ``minPartitions`` (split large offset ranges across cores)."""
     from pyspark.sql import functions as F
 
     frames = []
@@ -110,6 +143,8 @@ def read_dcs(
         mapping = F.create_map(*[F.lit(x) for kv in sorted(logical.items()) for x in kv])
         reader = spark.read.format("kafka").option("includeHeaders", "true")
         reader = reader.option("failOnDataLoss", "false")
+        if min_partitions:
+            reader = reader.option("minPartitions", str(min_partitions))
         for k, v in {**kafka_options(datacenters[dc]), **offset_options(todo)}.items():
             reader = reader.option(k, v)
         df = reader.load().select(

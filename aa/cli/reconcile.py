@@ -12,12 +12,39 @@ from typing import Any
 
 from aa.cli.progress import working
 
+DESCRIPTION = """\
+Check that the DCs converged. The job reads a time window of every DC's copies of the
+topics in the topology file (with Spark's Kafka source, on local[*] or under spark-submit)
+and reports, per DC and topic:
+
+  missing      records written at their origin and absent from a DC that should hold them
+               (the mirror feeding that DC has moved past them, or they are older than
+               --grace); records still in flight, and records a DC's retention already
+               expired, are counted apart and are not missing
+  duplicated   the same origin record more than once in one DC
+  looped       copies that came back to their origin or passed a DC twice
+  divergent    keys of event topics (--events) whose state, folded by the topic's resolver,
+               differs between DCs because copies conflict; keys that differ only because
+               events are absent are counted apart
+  malformed    records whose aa-* headers or event payloads cannot be decoded
+  delay        replication delay per flow (p50/p90/p99/max)
+
+It writes Parquet per finding, summary.json and report.html to --out. With --repair it
+re-publishes missing records to the first DC lacking them on each branch of the origin's
+route (the mirrors carry them on). A DC that does not answer is marked not checked; the
+others are still compared.
+
+Exit code: 0 within thresholds, 1 thresholds crossed, 2 error or a DC not checked.
+See docs/reconcile.md.
+"""
+
 
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "reconcile",
         help="find missing, duplicated, looped and divergent data across DCs (PySpark)",
-        description=__doc__.split("\n\n")[0].replace("``", "`"),
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     # Lazy import (the accepted exception to the dependency rule): options only, no PySpark.
     from spark_reconcile.options import add_arguments

@@ -4,13 +4,14 @@
 
 from spark_reconcile.findings.completeness import completeness
 from spark_reconcile.findings.delay import delay_by_bucket, delay_by_flow
-from spark_reconcile.findings.divergent import divergent, key_states
+from spark_reconcile.findings.divergent import divergent, key_states, values_from
 from spark_reconcile.findings.duplicated import duplicated
 from spark_reconcile.findings.looped import looped
 from spark_reconcile.findings.malformed import malformed
-from spark_reconcile.findings.missing import missing
+from spark_reconcile.findings.missing import absent, missing
 
 __all__ = [
+    "absent",
     "completeness",
     "delay_by_bucket",
     "delay_by_flow",
@@ -20,4 +21,5 @@ __all__ = [
     "looped",
     "malformed",
     "missing",
+    "values_from",
 ]

@@ -1,9 +1,14 @@
 """Divergent state: keys of event-sourced topics whose resolved state differs between DCs.
 
-Per DC and key, the events in the window are folded by the topic's ``conflict`` resolver in a
-Python UDF (the fold ignores order and duplicates, so equal event sets give equal states); the
-canonical state bytes are hashed, and keys whose hashes differ, or that are absent from a DC
-that should hold the topic, are divergent.
+Equal event sets always fold to the same state (the fold ignores order and duplicates), so the
+DCs first compare, natively, a digest of each key's event set: the XOR of a 64-bit hash of
+every distinct (event id, value hash). Only the keys whose digests differ, or that are absent
+from a DC that should hold the topic, are *suspect*: their events' values are fetched and
+folded by the topic's ``conflict`` resolver in Python, and those whose canonical states differ
+are divergent. Each divergent key gets a ``reason``: ``conflicting copies`` when one event id
+has different values in different DCs (a forged or corrupted copy), ``absent events`` when the
+sets differ only by events some DC lacks (missing, in flight, expired or undecodable: already
+reported there), ``unfoldable`` when the resolver refused the events.
 """
 
 from __future__ import annotations
@@ -12,6 +17,10 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 ERROR_PREFIX = "!error: "
+CONFLICTING, ABSENT, UNFOLDABLE = "conflicting copies", "absent events", "unfoldable"
+REASONS = (CONFLICTING, ABSENT, UNFOLDABLE)
+COUNTED = (CONFLICTING, UNFOLDABLE)
+"""Reasons counted as ``divergent`` (absent events are counted where they are absent)."""
 
 
 def _fold_udf() -> Any:
@@ -29,17 +38,100 @@ def _fold_udf() -> Any:
     return F.udf(fold, "string", useArrow=False)
 
 
-def key_states(df: Any) -> Any:
-    """Per (logical topic, key, DC): number of events and the state hash."""
+def events(df: Any) -> Any:
+    """The decodable events in the window: ``ltopic, resolver, key, dc, event_id, vhash`` and
+    where they are (``topic, partition, offset``)."""
     from pyspark.sql import functions as F
 
-    events = df.filter(
+    return df.filter(
         F.col("in_window")
         & F.col("resolver").isNotNull()
         & F.col("event_error").isNull()
         & F.col("prov_error").isNull()
+    ).select(
+        "ltopic",
+        "resolver",
+        F.col("event_key").alias("key"),
+        "dc",
+        "event_id",
+        "vhash",
+        "topic",
+        "partition",
+        "offset",
     )
-    grouped = events.groupBy("ltopic", "resolver", F.col("event_key").alias("key"), "dc").agg(
+
+
+def _wanted(topic_dcs: Mapping[str, Sequence[str]]) -> Any:
+    from pyspark.sql import functions as F
+
+    if not topic_dcs:
+        return F.array().cast("array<string>")
+    pairs = [
+        x
+        for t, dcs in sorted(topic_dcs.items())
+        for x in (F.lit(t), F.array(*[F.lit(d) for d in sorted(dcs)]))
+    ]
+    return F.coalesce(F.create_map(*pairs)[F.col("ltopic")], F.array().cast("array<string>"))
+
+
+def suspects(topic_dcs: Mapping[str, Sequence[str]]) -> Callable[[Any], Any]:
+    """From :func:`events`: per (logical topic, key) the DC digests (one shuffle), keeping the
+    keys whose digests differ or that are absent from a DC that should hold them. Rows:
+    ``ltopic, resolver, key, digests`` (DC -> digest), ``absent_in``, ``conflicting``."""
+    from pyspark.sql import functions as F
+
+    def transform(evs: Any) -> Any:
+        grouped = evs.groupBy("ltopic", "resolver", "key").agg(
+            F.collect_set(
+                F.struct("dc", "event_id", "vhash", F.xxhash64("event_id", "vhash").alias("h"))
+            ).alias("s")
+        )
+        dcs = F.array_sort(F.array_distinct(F.transform("s", lambda x: x["dc"])))
+        digests = F.map_from_arrays(
+            dcs,
+            F.transform(
+                dcs,
+                lambda d: F.aggregate(
+                    F.filter("s", lambda x: x["dc"] == d),
+                    F.lit(0).cast("long"),
+                    lambda acc, x: acc.bitwiseXOR(x["h"]),
+                ),
+            ),
+        )
+        # one event id with two different values somewhere: a conflicting copy
+        ids = F.array_distinct(F.transform("s", lambda x: x["event_id"]))
+        conflicting = F.exists(
+            ids,
+            lambda i: (
+                F.size(
+                    F.array_distinct(
+                        F.transform(
+                            F.filter("s", lambda x: x["event_id"] == i), lambda x: x["vhash"]
+                        )
+                    )
+                )
+                > 1
+            ),
+        )
+        return (
+            grouped.withColumn("digests", digests)
+            .withColumn("absent_in", F.array_sort(F.array_except(_wanted(topic_dcs), dcs)))
+            .filter(
+                (F.size(F.array_distinct(F.map_values("digests"))) > 1) | (F.size("absent_in") > 0)
+            )
+            .withColumn("conflicting", conflicting)
+            .drop("s")
+        )
+
+    return transform
+
+
+def key_states(evs_with_values: Any) -> Any:
+    """Per (logical topic, key, DC) of events carrying ``value`` and ``headers``: number of
+    events and the folded state hash (Python, so only for suspect keys)."""
+    from pyspark.sql import functions as F
+
+    grouped = evs_with_values.groupBy("ltopic", "resolver", "key", "dc").agg(
         F.count(F.lit(1)).alias("events"),
         F.collect_list(F.struct("value", "headers")).alias("evs"),
     )
@@ -48,35 +140,50 @@ def key_states(df: Any) -> Any:
     )
 
 
-def divergent(topic_dcs: Mapping[str, Sequence[str]]) -> Callable[[Any], Any]:
-    """From :func:`key_states`: keys whose DCs disagree. ``topic_dcs``: logical topic -> the DCs
-    that should hold it. Rows: ``ltopic, key, hashes`` (DC -> hash), ``absent_in``."""
+def divergent(
+    topic_dcs: Mapping[str, Sequence[str]], with_values: Callable[[Any], Any]
+) -> Callable[[Any], Any]:
+    """Normalised records -> divergent keys. ``topic_dcs``: logical topic -> the DCs that should
+    hold it. ``with_values``: positions (``dc, topic, partition, offset`` plus columns to keep)
+    -> the same rows with ``value`` and ``headers`` (read back from Kafka by the job). Rows:
+    ``ltopic, key, hashes`` (DC -> state hash), ``absent_in``, ``reason``."""
     from pyspark.sql import functions as F
 
-    def transform(states: Any) -> Any:
-        if topic_dcs:
-            pairs = [
-                x
-                for t, dcs in sorted(topic_dcs.items())
-                for x in (F.lit(t), F.array(*[F.lit(d) for d in sorted(dcs)]))
-            ]
-            want = F.create_map(*pairs)[F.col("ltopic")]
-        else:
-            want = F.array().cast("array<string>")
+    def transform(df: Any) -> Any:
+        evs = events(df)
+        sus = evs.transform(suspects(topic_dcs)).select("ltopic", "key", "absent_in", "conflicting")
+        positions = evs.join(F.broadcast(sus.select("ltopic", "key")), ["ltopic", "key"]).select(
+            "dc", "topic", "partition", "offset", "ltopic", "resolver", "key"
+        )
+        states = key_states(with_values(positions))
         per_key = states.groupBy("ltopic", "key").agg(
             F.map_from_entries(F.collect_list(F.struct("dc", "state_hash"))).alias("hashes")
         )
+        error = F.exists(F.map_values("hashes"), lambda h: h.startswith(ERROR_PREFIX))
         return (
-            per_key.withColumn(
-                "absent_in",
-                F.array_sort(F.array_except(F.coalesce(want, F.array()), F.map_keys("hashes"))),
-            )
+            per_key.join(sus, ["ltopic", "key"])
             .filter(
                 (F.size(F.array_distinct(F.map_values("hashes"))) > 1)
                 | (F.size("absent_in") > 0)
-                | F.exists(F.map_values("hashes"), lambda h: h.startswith(ERROR_PREFIX))
+                | error
             )
-            .select("ltopic", "key", "hashes", "absent_in")
+            .withColumn(
+                "reason",
+                F.when(F.col("conflicting"), F.lit(CONFLICTING))
+                .when(error, F.lit(UNFOLDABLE))
+                .otherwise(F.lit(ABSENT)),
+            )
+            .select("ltopic", "key", "hashes", "absent_in", "reason")
         )
 
     return transform
+
+
+def values_from(df: Any) -> Callable[[Any], Any]:
+    """``with_values`` for records that still carry ``value`` and ``headers`` (tests)."""
+
+    def attach(positions: Any) -> Any:
+        cols = ["dc", "topic", "partition", "offset"]
+        return positions.join(df.select(*cols, "value", "headers"), cols)
+
+    return attach

@@ -1,4 +1,10 @@
-"""Missing: a record present at its origin, absent from a DC that should hold it."""
+"""Missing: a record present at its origin, absent from a DC that should hold it.
+
+Absent is not always missing. A record whose copy was refused by retention is *expired* (the
+DC's log start moved past the time of the record), and a record younger than the grace period
+that the mirror feeding the DC has not yet moved past (its committed source offset) is still
+*in flight*: the copy is on its way. Only the rest is *missing* (and repaired).
+"""
 
 from __future__ import annotations
 
@@ -9,35 +15,104 @@ MISSING_COLUMNS = (
     "ltopic",
     "origin",
     "target",
+    "parent",
     "rid",
+    "src",
     "topic",
     "partition",
     "offset",
     "ts",
     "bucket",
-    "key",
-    "value",
-    "headers",
+    "key_hash",
+    "status",
 )
+MISSING, IN_FLIGHT, EXPIRED = "missing", "in flight", "expired"
 
 
-def missing(expected: Any) -> Callable[[Any], Any]:
-    """``expected`` has columns ``origin``, ``ltopic``, ``target`` (from the topology): origin
-    records (written locally, in the window) joined with it, minus what each target holds (by
-    ``rid``: ``aa-src``, or the event id of an envelope). The origin's key, value, headers and
-    timestamp ride along so that ``--repair`` can re-publish them."""
+def absent(
+    expected: Any,
+    *,
+    due_ms: int | None = None,
+    mirrored: Any = None,
+    horizons: Any = None,
+) -> Callable[[Any], Any]:
+    """Every origin record absent from a DC that should hold it, with its ``status``.
+
+    ``expected``: ``origin, ltopic, target`` (and ``parent``, the DC ``target`` receives the
+    origin's records from; the origin when absent). A copy that is present but undecodable
+    counts as present (it is reported as malformed). ``due_ms``: records older than this are
+    due everywhere (none is in flight when ``None``). ``mirrored``: ``source, target, topic,
+    partition, committed`` (the mirror's committed source offsets). ``horizons``: ``dc,
+    ltopic, partition, horizon_ts`` (the time of the first record a truncated log still
+    holds)."""
     from pyspark.sql import functions as F
 
     def transform(df: Any) -> Any:
+        exp = (
+            expected
+            if "parent" in expected.columns
+            else expected.withColumn("parent", F.col("origin"))
+        )
         origin_records = df.filter(
             F.col("in_window") & ~F.col("has_prov") & F.col("prov_error").isNull()
         )
-        wanted = origin_records.join(expected, ["origin", "ltopic"]).filter(
+        wanted = origin_records.join(F.broadcast(exp), ["origin", "ltopic"]).filter(
             F.col("target") != F.col("origin")
         )
-        present = df.select(F.col("dc").alias("target"), "ltopic", "rid").distinct()
-        return wanted.join(present, ["target", "ltopic", "rid"], "left_anti").select(
-            *MISSING_COLUMNS
+        present = df.select(F.col("dc").alias("target"), "ltopic", "rid")
+        # an undecodable copy still names its origin record in aa-src: present, not missing
+        undecodable = df.filter(F.col("has_prov") & F.col("event_error").isNotNull()).select(
+            F.col("dc").alias("target"), "ltopic", "src"
         )
+        gone = wanted.join(present, ["target", "ltopic", "rid"], "left_anti").join(
+            undecodable, ["target", "ltopic", "src"], "left_anti"
+        )
+        expired = F.lit(False)
+        if horizons is not None:
+            h = horizons.select(F.col("dc").alias("target"), "ltopic", "partition", "horizon_ts")
+            gone = gone.join(F.broadcast(h), ["target", "ltopic", "partition"], "left")
+            expired = F.coalesce(F.col("ts") < F.col("horizon_ts"), F.lit(False))
+        past = F.lit(False)
+        if mirrored is not None:
+            # where the feeding mirror reads the record: the origin's own row, or the
+            # parent's copy of it
+            at = (
+                df.filter(F.col("prov_error").isNull())
+                .select(
+                    F.col("dc").alias("parent"),
+                    "ltopic",
+                    "rid",
+                    F.col("topic").alias("p_topic"),
+                    F.col("partition").alias("p_partition"),
+                    F.col("offset").alias("p_offset"),
+                )
+                .dropDuplicates(["parent", "ltopic", "rid"])
+            )
+            m = mirrored.select(
+                F.col("source").alias("parent"),
+                "target",
+                F.col("topic").alias("p_topic"),
+                F.col("partition").alias("p_partition"),
+                "committed",
+            )
+            gone = gone.join(at, ["parent", "ltopic", "rid"], "left").join(
+                F.broadcast(m), ["parent", "target", "p_topic", "p_partition"], "left"
+            )
+            past = F.coalesce(F.col("committed") > F.col("p_offset"), F.lit(False))
+        due = F.lit(True) if due_ms is None else (F.col("ts") < F.lit(due_ms)) | past
+        status = (
+            F.when(expired, F.lit(EXPIRED)).when(due, F.lit(MISSING)).otherwise(F.lit(IN_FLIGHT))
+        )
+        return gone.withColumn("status", status).select(*MISSING_COLUMNS)
+
+    return transform
+
+
+def missing(expected: Any, **kwargs: Any) -> Callable[[Any], Any]:
+    """The rows of :func:`absent` that are really missing: due, not expired."""
+    from pyspark.sql import functions as F
+
+    def transform(df: Any) -> Any:
+        return df.transform(absent(expected, **kwargs)).filter(F.col("status") == MISSING)
 
     return transform

@@ -34,13 +34,12 @@ def _normalised(spark: Any, orders: dict[str, list[Row]], users: dict[str, list[
 
 def _all(spark: Any, df: Any) -> dict[str, Any]:
     expected = _expected(spark)
-    states = findings.key_states(df)
     return {
         "missing": df.transform(findings.missing(expected)),
         "duplicated": df.transform(findings.duplicated),
         "looped": df.transform(findings.looped),
         "malformed": df.transform(findings.malformed),
-        "divergent": states.transform(findings.divergent({"users": DCS})),
+        "divergent": df.transform(findings.divergent({"users": DCS}, findings.values_from(df))),
         "incomplete": df.transform(findings.completeness(expected)).filter("missing > 0"),
     }
 
@@ -151,3 +150,48 @@ def test_delay_percentiles_per_flow(spark: Any) -> None:
     from spark_reconcile.findings.delay import unmeasured
 
     assertDataFrameEqual(df.transform(unmeasured), [("SF->NYC", 1)])
+
+
+def test_native_event_decode_agrees_with_conflicts_decoder(spark: Any) -> None:
+    """The native fast path accepts only what ``Event.decode`` accepts, with the same id and
+    key; every other row gets the Python decoder's verdict (an id or its exact error)."""
+    from conflict import ConflictError, Event
+    from spark_reconcile.events import event_value
+
+    good = event_value("k", (T0, 0, "SF"), {"a": [1, "x"]})
+    ev = Event.decode(good)
+    _, value, headers = ev.encode()
+    sup = Event(ev.id, "k", "set", "SF", ev.hlc, 1, (ev.id,)).encode()[1]
+    variants: list[tuple[bytes | None, tuple[tuple[str, bytes], ...]]] = [
+        (value, tuple(headers)),  # as conflict writes it, with its headers
+        (good, ()),
+        (sup, ()),  # supersedes
+        (value.replace(b'"key":"k"', b'"key":"k\\u00e9"'), ()),  # an escape: Python decides
+        (value.replace(b'"key":"k"', b'"key":5'), ()),  # not a string
+        (value.replace(b'"key":"k"', b'"key":""'), ()),  # empty
+        (value[:-1] + b',"extra":1}', ()),  # unknown field
+        (value[:-1] + b',"key":"other"}', ()),  # a field twice
+        (value.replace(b'"payload":', b'"payload":\n'), ()),  # whitespace
+        (value, (("event-id", b"01ARZ3NDEKTSV4RRFFQ69G5FAV"),)),  # header disagrees
+        (value.replace(b":0:SF", b":0:NYC"), ()),  # HLC DC is not the origin
+        (value.replace(f'"hlc":"{T0}'.encode(), b'"hlc":"999999999999999'), ()),  # > 48 bits
+        (value + b" x", ()),  # trailing garbage
+        (b'{"id": "broken', ()),
+        (None, ()),
+    ]
+    rows = [
+        ("SF", "users", "users", 0, i, b"k", v, T0, [list(h) for h in hs])
+        for i, (v, hs) in enumerate(variants)
+    ]
+    df = spark.createDataFrame(rows, raw_schema()).transform(normalise(WINDOW, 60_000, RESOLVERS))
+    got = {r.offset: (r.event_id, r.event_key, r.event_error is None) for r in df.collect()}
+    for i, (v, hs) in enumerate(variants):
+        try:
+            e = Event.decode(v, list(hs))
+            want = (e.id, e.key, True)
+        except ConflictError:
+            want = (None, None, False)
+        assert got[i] == want, (i, v)
+    fast = df.filter("not needs_slow").select("offset").collect()
+    # only conflict's own layout (whitespace inside the payload is fine) takes the fast path
+    assert {r.offset for r in fast} == {0, 1, 2, 8}
