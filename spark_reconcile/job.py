@@ -204,7 +204,9 @@ def reconcile(
         "malformed": records.transform(findings.malformed),
         "divergent": records.transform(findings.divergent(topic_dcs, with_values)),
         "delay": records.transform(findings.delay_by_flow),
-        "completeness": records.transform(findings.completeness(expected)),
+        "completeness": records.transform(
+            findings.completeness(expected.select("origin", "ltopic", "target"))
+        ),
     }
     written: dict[str, Any] = {"absent": absent}
     rows: dict[str, int] = {}
@@ -459,8 +461,9 @@ def run_cli(args: argparse.Namespace) -> int:
         print(f"aa reconcile: error: {exc}", file=sys.stderr)
         return 2
     except Exception as exc:  # noqa: BLE001 - a nightly job must exit 2, never a traceback code
-        _log().error("reconcile.failed", error=repr(exc))
-        print(f"aa reconcile: error: {exc!r}", file=sys.stderr)
+        message = f"{type(exc).__name__}: {str(exc)[:2000]}"
+        _log().error("reconcile.failed", error=message)
+        print(f"aa reconcile: error: {message}", file=sys.stderr)
         return 2
 
 
