@@ -186,6 +186,7 @@ def test_native_event_decode_agrees_with_conflicts_decoder(spark: Any) -> None:
     df = spark.createDataFrame(rows, raw_schema()).transform(normalise(WINDOW, 60_000, RESOLVERS))
     got = {r.offset: (r.event_id, r.event_key, r.event_error is None) for r in df.collect()}
     for i, (v, hs) in enumerate(variants):
+        want: tuple[str | None, str | None, bool]
         try:
             e = Event.decode(v, list(hs))
             want = (e.id, e.key, True)
