@@ -19,7 +19,6 @@ import argparse
 import json
 import os
 import platform
-import socket
 import subprocess
 import sys
 import tempfile
@@ -150,16 +149,6 @@ def run_job(config: Path, topic: str, out: Path, since_ms: int, args: Any) -> di
     return {"wall_s": round(wall, 1), "usage": usage, "summary": summary, "code": proc.returncode}
 
 
-def _free_ports(n: int) -> list[int]:
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
-
-
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--events", type=int, action="append", help="events per DC (repeatable)")
@@ -178,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.bootstrap:
         bootstraps = dict(part.split("=", 1) for part in args.bootstrap.split(","))
     else:
-        ports = _free_ports(2 * len(DCS))
+        ports = devcluster.free_ports(2 * len(DCS))
         started = [
             devcluster.DevCluster(dc, ports[2 * i], ports[2 * i + 1], home / dc)
             for i, dc in enumerate(DCS)
@@ -186,11 +175,6 @@ def main(argv: list[str] | None = None) -> int:
         devcluster.up(started, heap="512m")
         bootstraps = {c.name: c.bootstrap for c in started}
     try:
-        config = home / "topology.yaml"
-        lines = ["datacenters:"]
-        lines += [f'  {dc}: {{bootstrap: "{bootstraps[dc]}"}}' for dc in DCS]
-        lines += ["flows: full-mesh", 'topics: ["users-bench-.*"]', "heartbeats: {enabled: false}"]
-        config.write_text("\n".join(lines) + "\n")
         since = int(time.time() * 1000) - 60_000
         t = time.monotonic()
         write_topics(bootstraps, sizes, args.divergent_every, args.partitions)
@@ -198,7 +182,14 @@ def main(argv: list[str] | None = None) -> int:
         results = []
         for n in sizes:
             load_before = os.getloadavg()[0]
-            r = run_job(config, f"users-bench-{n}", home / f"out-{n}", since, args)
+            topic = f"users-bench-{n}"
+            # one topology per size: the job reads this size's topic only
+            config = home / f"topology-{n}.yaml"
+            lines = ["datacenters:"]
+            lines += [f'  {dc}: {{bootstrap: "{bootstraps[dc]}"}}' for dc in DCS]
+            lines += ["flows: full-mesh", f'topics: ["{topic}"]', "heartbeats: {enabled: false}"]
+            config.write_text("\n".join(lines) + "\n")
+            r = run_job(config, topic, home / f"out-{n}", since, args)
             s = r["summary"]
             keys = max(1, n // 10)
             row = {

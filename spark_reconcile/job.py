@@ -165,6 +165,7 @@ def reconcile(
         .localCheckpoint(eager=True)
     )
     prepared.unpersist()
+    _log().info("reconcile.stage", stage="findings")
     expected = spark.createDataFrame(
         [
             (o, t, d, plan.routes.tree(o).get(d, o))

@@ -16,6 +16,7 @@ from aa.provenance import MIRRORED_AT, ORIGIN, PATH, SRC
 from spark_reconcile.window import Window
 
 _DC_RE = r"^[A-Za-z][A-Za-z0-9_-]{0,31}$"
+_PATH_RE = r"^[A-Za-z][A-Za-z0-9_-]{0,31}(,[A-Za-z][A-Za-z0-9_-]{0,31})*$"
 _SRC_RE = r"^[A-Za-z][A-Za-z0-9_-]{0,31}/[^/]+/[0-9]+/[0-9]+$"
 
 NORMALISED_EXTRA = (
@@ -57,16 +58,32 @@ NARROW_COLUMNS = (
 )
 
 
-def _headers_named(name: str) -> Any:
+# Headers are read with ``headers.key`` / ``headers.value`` (whole-array projections) and
+# ``array_position``: Spark evaluates lambda functions (``filter``, ``forall``...) row by row in
+# an interpreter that, on executors, builds a new SQL configuration for every array element it
+# reads, which made header decoding the bulk of the job.
+
+
+def _header_keys() -> Any:
     from pyspark.sql import functions as F
 
-    return F.filter(F.coalesce(F.col("headers"), F.array()), lambda h: h["key"] == F.lit(name))
+    return F.coalesce(F.col("headers.key"), F.array().cast("array<string>"))
+
+
+def _header_count(name: str) -> Any:
+    """How many headers are called ``name``."""
+    from pyspark.sql import functions as F
+
+    keys = _header_keys()
+    return F.size(keys) - F.size(F.array_remove(keys, name))
 
 
 def _first_text(name: str) -> Any:
+    """The value of the first header called ``name`` as text (null when there is none)."""
     from pyspark.sql import functions as F
 
-    return F.get(_headers_named(name), 0)["value"].cast("string")
+    position = F.array_position(_header_keys(), name)  # 1-based, 0 when absent
+    return F.get(F.col("headers.value"), (position - 1).cast("int")).cast("string")
 
 
 def with_provenance(df: Any) -> Any:
@@ -75,13 +92,9 @@ def with_provenance(df: Any) -> Any:
     from pyspark.sql import functions as F
 
     h_origin, h_path, h_src = _first_text(ORIGIN), _first_text(PATH), _first_text(SRC)
-    repeated = (
-        (F.size(_headers_named(ORIGIN)) > 1)
-        | (F.size(_headers_named(PATH)) > 1)
-        | (F.size(_headers_named(SRC)) > 1)
-    )
+    repeated = (_header_count(ORIGIN) > 1) | (_header_count(PATH) > 1) | (_header_count(SRC) > 1)
     path_parts = F.split(h_path, ",")
-    bad_path = F.exists(path_parts, lambda p: ~p.rlike(_DC_RE))
+    bad_path = ~h_path.rlike(_PATH_RE)
     error = (
         F.when(repeated, F.lit("an aa-* header appears more than once"))
         .when(
@@ -144,29 +157,21 @@ def _fast_decode() -> tuple[Any, Any, Any]:
     parts = F.split(text, '"', 22)
     keys = F.json_object_keys(text)
     hlc = F.get(parts, 19)
-    headers_agree = F.forall(
-        F.coalesce(F.col("headers"), F.array()),
-        lambda h: F.coalesce(
-            ~h["key"].isin(*_ENVELOPE_HEADERS)
-            | (
-                h["value"].cast("string")
-                == F.get(
-                    parts,
-                    F.create_map(*[F.lit(x) for kv in _ENVELOPE_HEADERS.items() for x in kv])[
-                        h["key"]
-                    ],
-                )
-            ),
-            F.lit(False),
-        ),
-    )
+    # each envelope header present at most once and equal to the value's field (a repeated
+    # one goes to the Python decoder, which decides)
+    headers_agree = F.lit(True)
+    for name, index in _ENVELOPE_HEADERS.items():
+        n = _header_count(name)
+        headers_agree = headers_agree & (
+            (n == 0) | ((n == 1) & (_first_text(name) == F.get(parts, index)))
+        )
     ok = (
         F.col("value").isNotNull()
         & F.is_valid_utf8(text)
         & text.rlike(_ENVELOPE_RE)
         & keys.isNotNull()
         & (F.size(keys) == F.size(F.array_distinct(keys)))
-        & F.forall(keys, lambda k: k.isin(*_FIELDS))
+        & (F.size(F.array_except(keys, F.array(*[F.lit(f) for f in _FIELDS]))) == 0)
         & (~F.array_contains(keys, "supersedes") | text.rlike(_SUPERSEDES_TAIL_RE))
         & (F.substring_index(hlc, ":", 1).cast("long") <= F.lit(_MAX_PHYSICAL))
         & headers_agree

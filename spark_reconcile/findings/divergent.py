@@ -61,69 +61,68 @@ def events(df: Any) -> Any:
     )
 
 
-def _wanted(topic_dcs: Mapping[str, Sequence[str]]) -> Any:
-    from pyspark.sql import functions as F
-
-    if not topic_dcs:
-        return F.array().cast("array<string>")
-    pairs = [
-        x
-        for t, dcs in sorted(topic_dcs.items())
-        for x in (F.lit(t), F.array(*[F.lit(d) for d in sorted(dcs)]))
-    ]
-    return F.coalesce(F.create_map(*pairs)[F.col("ltopic")], F.array().cast("array<string>"))
-
-
 def suspects(topic_dcs: Mapping[str, Sequence[str]]) -> Callable[[Any], Any]:
-    """From :func:`events`: per (logical topic, key) the DC digests (one shuffle), keeping the
-    keys whose digests differ or that are absent from a DC that should hold them. Rows:
-    ``ltopic, resolver, key, digests`` (DC -> digest), ``absent_in``, ``conflicting``."""
+    """From :func:`events`: per (logical topic, key) the DC digests, keeping the keys whose
+    digests differ or that are absent from a DC that should hold them. Rows: ``ltopic,
+    resolver, key, absent_in``.
+
+    Fixed-width aggregations only (one shuffle, on the key): per-key lists (``collect_list``)
+    make Spark fall back to a sort-based aggregation, and lambda functions over arrays run in
+    a slow interpreter; the digests are computed for every key."""
     from pyspark.sql import functions as F
+
+    dcs = sorted({d for ds in topic_dcs.values() for d in ds})
+    bit = {d: 1 << i for i, d in enumerate(dcs)}
+    wanted_mask = {t: sum(bit[d] for d in ds) for t, ds in topic_dcs.items()}
+
+    def lookup(mapping: Mapping[str, Any], column: str) -> Any:
+        if not mapping:
+            return F.lit(0).cast("long")
+        pairs = [F.lit(x) for kv in sorted(mapping.items()) for x in kv]
+        return F.coalesce(F.create_map(*pairs)[F.col(column)].cast("long"), F.lit(0).cast("long"))
 
     def transform(evs: Any) -> Any:
-        grouped = evs.groupBy("ltopic", "resolver", "key").agg(
-            F.collect_set(
-                F.struct("dc", "event_id", "vhash", F.xxhash64("event_id", "vhash").alias("h"))
-            ).alias("s")
+        per_dc = (
+            evs.select("ltopic", "resolver", "key", "dc", "event_id", "vhash")
+            # every aggregation below groups by (ltopic, key) and more: one shuffle serves all
+            .repartition("ltopic", "key")
+            .distinct()  # a copy held twice must not cancel itself out of the XOR
+            .groupBy("ltopic", "resolver", "key", "dc")
+            .agg(F.bit_xor(F.xxhash64("event_id", "vhash")).alias("digest"))
         )
-        dcs = F.array_sort(F.array_distinct(F.transform("s", lambda x: x["dc"])))
-        digests = F.map_from_arrays(
-            dcs,
-            F.transform(
-                dcs,
-                lambda d: F.aggregate(
-                    F.filter("s", lambda x: x["dc"] == d),
-                    F.lit(0).cast("long"),
-                    lambda acc, x: acc.bitwiseXOR(x["h"]),
-                ),
-            ),
+        per_key = per_dc.groupBy("ltopic", "resolver", "key").agg(
+            F.bit_or(lookup(bit, "dc")).alias("held"),
+            (F.min("digest") != F.max("digest")).alias("differ"),
         )
-        # one event id with two different values somewhere: a conflicting copy
-        ids = F.array_distinct(F.transform("s", lambda x: x["event_id"]))
-        conflicting = F.exists(
-            ids,
-            lambda i: (
-                F.size(
-                    F.array_distinct(
-                        F.transform(
-                            F.filter("s", lambda x: x["event_id"] == i), lambda x: x["vhash"]
-                        )
-                    )
-                )
-                > 1
-            ),
+        absent_mask = lookup(wanted_mask, "ltopic").bitwiseAND(F.bitwise_not("held"))
+        absent_in = F.array_compact(
+            F.array(
+                *[
+                    F.when(absent_mask.bitwiseAND(F.lit(b)) != 0, F.lit(d))
+                    for d, b in sorted(bit.items())
+                ]
+            ).cast("array<string>")
         )
         return (
-            grouped.withColumn("digests", digests)
-            .withColumn("absent_in", F.array_sort(F.array_except(_wanted(topic_dcs), dcs)))
-            .filter(
-                (F.size(F.array_distinct(F.map_values("digests"))) > 1) | (F.size("absent_in") > 0)
-            )
-            .withColumn("conflicting", conflicting)
-            .drop("s")
+            per_key.filter(F.col("differ") | (absent_mask != 0))
+            .withColumn("absent_in", absent_in)
+            .drop("held", "differ")
         )
 
     return transform
+
+
+def conflicting(suspect_events: Any) -> Any:
+    """``ltopic, key, conflicting``: whether one event id of the key has different values in
+    different DCs (a forged or corrupted copy). For the suspect keys' events only."""
+    from pyspark.sql import functions as F
+
+    return (
+        suspect_events.groupBy("ltopic", "key", "event_id")
+        .agg(F.count_distinct("vhash").alias("values"))
+        .groupBy("ltopic", "key")
+        .agg(F.max(F.col("values") > 1).alias("conflicting"))
+    )
 
 
 def key_states(evs_with_values: Any) -> Any:
@@ -151,15 +150,20 @@ def divergent(
 
     def transform(df: Any) -> Any:
         evs = events(df)
-        sus = evs.transform(suspects(topic_dcs)).select("ltopic", "key", "absent_in", "conflicting")
-        positions = evs.join(F.broadcast(sus.select("ltopic", "key")), ["ltopic", "key"]).select(
+        sus = evs.transform(suspects(topic_dcs)).select("ltopic", "key", "absent_in")
+        # few keys are suspect as a rule; AQE broadcasts them when they are few
+        suspect_events = evs.join(sus.select("ltopic", "key"), ["ltopic", "key"], "left_semi")
+        sus = sus.join(conflicting(suspect_events), ["ltopic", "key"])
+        positions = suspect_events.select(
             "dc", "topic", "partition", "offset", "ltopic", "resolver", "key"
         )
         states = key_states(with_values(positions))
         per_key = states.groupBy("ltopic", "key").agg(
-            F.map_from_entries(F.collect_list(F.struct("dc", "state_hash"))).alias("hashes")
+            F.map_from_entries(F.collect_list(F.struct("dc", "state_hash"))).alias("hashes"),
+            F.count_if(F.col("state_hash").startswith(ERROR_PREFIX)).alias("errors"),
         )
-        error = F.exists(F.map_values("hashes"), lambda h: h.startswith(ERROR_PREFIX))
+        # an error state of the fold starts with ERROR_PREFIX; plain aggregation, no lambda
+        error = F.col("errors") > 0
         return (
             per_key.join(sus, ["ltopic", "key"])
             .filter(

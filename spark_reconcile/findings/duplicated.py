@@ -12,13 +12,17 @@ def duplicated(df: Any) -> Any:
     """One row per (DC, logical topic, rid) held more than once, with where the copies are."""
     from pyspark.sql import functions as F
 
-    return (
-        df.filter(F.col("in_window") & F.col("prov_error").isNull() & ~is_looped())
-        .groupBy("dc", "ltopic", "rid")
-        .agg(
-            F.count(F.lit(1)).alias("copies"),
-            F.min("ts").alias("ts"),
-            F.array_sort(F.collect_list(F.struct("topic", "partition", "offset"))).alias("at"),
-        )
+    rows = df.filter(F.col("in_window") & F.col("prov_error").isNull() & ~is_looped())
+    # count first (a fixed-width aggregation over every record); list the positions only of
+    # the few records held more than once
+    held = (
+        rows.groupBy("dc", "ltopic", "rid")
+        .agg(F.count(F.lit(1)).alias("copies"), F.min("ts").alias("ts"))
         .filter(F.col("copies") > 1)
     )
+    at = (
+        rows.join(held.select("dc", "ltopic", "rid"), ["dc", "ltopic", "rid"], "left_semi")
+        .groupBy("dc", "ltopic", "rid")
+        .agg(F.array_sort(F.collect_list(F.struct("topic", "partition", "offset"))).alias("at"))
+    )
+    return held.join(at, ["dc", "ltopic", "rid"])

@@ -86,6 +86,11 @@ def absent(
                     F.col("partition").alias("p_partition"),
                     F.col("offset").alias("p_offset"),
                 )
+                # only the absent records' rows (few): a whole-table dropDuplicates would
+                # be a sort-based aggregation over every record
+                .join(
+                    gone.select("parent", "ltopic", "rid"), ["parent", "ltopic", "rid"], "left_semi"
+                )
                 .dropDuplicates(["parent", "ltopic", "rid"])
             )
             m = mirrored.select(
