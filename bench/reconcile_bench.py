@@ -163,6 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     from aa.dev import cluster as devcluster
 
     home = Path(args.home or tempfile.mkdtemp(prefix="reconcile-bench-"))
+    home.mkdir(parents=True, exist_ok=True)
     started: list[Any] = []
     if args.bootstrap:
         bootstraps = dict(part.split("=", 1) for part in args.bootstrap.split(","))
