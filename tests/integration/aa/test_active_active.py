@@ -4,9 +4,10 @@ concurrently, and after quiescence every DC holds every event exactly once."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +86,27 @@ def _check_dc(dc: str, records: list[Any], per_dc: int, restarts: int) -> None:
         assert first_copies == sorted(first_copies), f"{dc}: order broken for {key}"
 
 
+_WORTH_SHOWING = ("warning", "error", "task_dump")
+
+
+@contextlib.contextmanager
+def _explained_by(procs: list[Any]) -> Iterator[None]:
+    """On a failed check, stop the processes (a stuck flow dumps its tasks at the shutdown
+    deadline) and add their warnings and errors to the failure."""
+    try:
+        yield
+    except AssertionError as exc:
+        for p in procs:
+            p.stop()
+        lines = [
+            f"{p.log_path.name}: {line[:400]}"
+            for p in procs
+            for line in p.output().splitlines()
+            if any(w in line for w in _WORTH_SHOWING)
+        ]
+        raise AssertionError(f"{exc}\n" + "\n".join(lines[-80:])) from exc
+
+
 async def _mesh(
     tmp_path: Path,
     dc_clusters: dict[str, DcCluster],
@@ -111,7 +133,7 @@ async def _mesh(
         )
         for dc in DCS
     ]
-    with aa_processes(*runs) as procs:
+    with aa_processes(*runs) as procs, _explained_by(procs):
         await asyncio.gather(
             *(produce(clusters[dc], topics[dc], _events(dc, per_dc)) for dc in DCS)
         )
