@@ -9,16 +9,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
 from aa.checkpoints.task import CheckpointTask
-from aa.config import Topology
+from aa.config import Flow, Topology
 from aa.errors import AaError
 from aa.heartbeat.tasks import watch_heartbeats, write_heartbeats
-from aa.lag import LagReader
+from aa.lag import LagReader, PartitionLag
 from aa.logs import get_logger
 from aa.mirror.settings import FlowSettings
 from aa.observe.metrics import Metrics
@@ -39,7 +39,8 @@ class BackgroundTask:
         return self.run(stop)
 
 
-LAG_INTERVAL_S = 10.0
+LAG_READ_SLACK_S = 5.0
+"""A lag read may take the interval plus this long; longer counts as a failed read."""
 
 
 class LagExportError(AaError):
@@ -50,17 +51,94 @@ log = get_logger("aa.background")
 
 
 async def export_lag(
-    topology: Topology, names: Sequence[str], metrics: Metrics, stop: asyncio.Event
+    topology: Topology,
+    names: Sequence[str],
+    metrics: Metrics,
+    stop: asyncio.Event,
+    *,
+    interval_s: float | None = None,
+    read_timeout_s: float | None = None,
 ) -> None:
+    """Export the committed lag of flows ``names`` every ``interval_s`` (default: the config's
+    ``metrics.lag_interval_s``) until ``stop``; a read without an answer after
+    ``read_timeout_s`` (default: the interval + 5 s) is a failure."""
     reader = LagReader(topology)
+    every = topology.metrics.lag_interval_s if interval_s is None else interval_s
+    bound = every + LAG_READ_SLACK_S if read_timeout_s is None else read_timeout_s
+    reads: dict[str, asyncio.Task[list[PartitionLag]]] = {}
     try:
-        await _export_lag(reader, names, metrics, stop)
+        await _export_lag(reader, names, metrics, stop, every, bound, reads)
     finally:
-        await reader.close()
+        await _abandon(reads.values(), bound)
+        closing = asyncio.create_task(reader.close())
+        await asyncio.wait({closing}, timeout=bound)
+        # a close that hangs on a dead DC must not hold the restart
+        await _abandon([closing], bound)
+
+
+_abandoned: set[asyncio.Task[Any]] = set()
+"""Reads that did not end when cancelled (aiokafka does not always let a cancellation through
+while a broker is down): kept referenced until they end, which they do once it answers."""
+
+
+async def _abandon(tasks: Iterable[asyncio.Task[Any]], wait_s: float) -> None:
+    """Cancel ``tasks``; those that do not end within a bounded wait are kept in
+    ``_abandoned`` until they do (never unreferenced while pending, never unretrieved)."""
+    tasks = list(tasks)
+    left = [t for t in tasks if not t.done()]
+    for t in left:
+        t.cancel()
+    if left:
+        await asyncio.wait(left, timeout=min(wait_s, LAG_READ_SLACK_S))
+    for t in tasks:
+        if not t.done():
+            _abandoned.add(t)
+            t.add_done_callback(_forget)
+        elif not t.cancelled() and t.exception() is not None:
+            log.warning("lag_reader_cleanup_failed", error=repr(t.exception()))
+
+
+def _forget(task: asyncio.Task[Any]) -> None:
+    _abandoned.discard(task)
+    if not task.cancelled():
+        task.exception()  # retrieved: the failure was already counted when it timed out
+
+
+async def _read_lag(
+    reader: LagReader,
+    flow: Flow,
+    reads: dict[str, asyncio.Task[list[PartitionLag]]],
+    timeout_s: float,
+) -> list[PartitionLag]:
+    """One bounded lag read of ``flow``. The read runs as its own task and is waited for with
+    a deadline, not cancelled into: a DC that black-holes packets would otherwise hold it for
+    the client's request timeout (40 s) with the gauges frozen, and a cancellation aiokafka
+    swallows would hold it forever. While a timed-out read has not ended, no second one is
+    started (at most one per flow)."""
+    task = reads.get(flow.name)
+    if task is None or task.done():
+        task = reads[flow.name] = asyncio.create_task(reader.flow_lag(flow))
+        done, _ = await asyncio.wait({task}, timeout=timeout_s)
+    else:
+        done = set()
+    if task not in done:
+        task.cancel()
+        raise LagExportError(
+            f"no answer within {timeout_s:g} s: is {flow.source} (and, for exactly-once, "
+            f"{flow.target}) reachable from here?"
+        )
+    del reads[flow.name]
+    return task.result()
 
 
 async def _export_lag(
-    reader: LagReader, names: Sequence[str], metrics: Metrics, stop: asyncio.Event
+    reader: LagReader,
+    names: Sequence[str],
+    metrics: Metrics,
+    stop: asyncio.Event,
+    interval_s: float,
+    read_timeout_s: float,
+    reads: dict[str, asyncio.Task[list[PartitionLag]]],
 ) -> None:
     topology = reader.topology
     while not stop.is_set():
@@ -68,7 +146,7 @@ async def _export_lag(
         for name in names:
             flow = topology.flow(name)
             try:
-                rows = await reader.flow_lag(flow)
+                rows = await _read_lag(reader, flow, reads, read_timeout_s)
             except Exception as exc:  # noqa: BLE001 - the other flows' lag still refreshes
                 failed.append((name, exc))
                 continue
@@ -85,7 +163,7 @@ async def _export_lag(
             first_name, first = failed[0]
             raise LagExportError(f"lag of {first_name} could not be read: {first!r}") from first
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), LAG_INTERVAL_S)
+            await asyncio.wait_for(stop.wait(), interval_s)
 
 
 def background_tasks(

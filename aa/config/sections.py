@@ -207,6 +207,14 @@ class MetricsEndpoint:
     port: int = setting(
         9464, Integer(lo=0, hi=65535), "port (0 picks a free one)", applies="process"
     )
+    lag_interval_s: float = setting(
+        10.0,
+        Number(),
+        "how often `aa run` reads committed lag for `aa_committed_lag_*`; a read without an "
+        "answer after the interval + 5 s fails and is counted in "
+        '`aa_background_task_failures_total{task="lag"}`',
+        applies="process",
+    )
 
 
 @dataclass(frozen=True, slots=True)

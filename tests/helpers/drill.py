@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import os
+import re
 import time
+import urllib.request
 from collections import Counter
 from collections.abc import Callable, Hashable
 from dataclasses import asdict, dataclass, field
@@ -265,3 +268,132 @@ def report(drill: str, **figures: Any) -> None:
             row.update({f"{key}": val for key, val in asdict(v).items() if key != "missing_sample"})
     with open(path, "ab") as f:
         f.write(orjson.dumps(row) + b"\n")
+
+
+# -- reading the mirror's own metrics ---------------------------------------------------------
+
+LAG = "aa_committed_lag_records"
+REPLICATED = "aa_records_replicated_total"
+ERRORS = "aa_errors_total"
+RESTARTS = "aa_flow_restarts_total"
+TASK_FAILURES = "aa_background_task_failures_total"
+FLOW_UP = "aa_flow_up"
+
+_SERIES = re.compile(r"^([A-Za-z_:][\w:]*)(?:\{(.*)\})? (\S+)$")
+_LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """One scrape of a mirror's ``/metrics``: ``at`` (monotonic) and every series in it."""
+
+    at: float
+    series: tuple[tuple[str, dict[str, str], float], ...]
+
+    @classmethod
+    def parse(cls, at: float, text: str) -> Sample:
+        rows = []
+        for line in text.splitlines():
+            m = _SERIES.match(line)
+            if m is None or line.startswith("#"):
+                continue
+            labels = dict(_LABEL.findall(m.group(2) or ""))
+            rows.append((m.group(1), labels, float(m.group(3))))
+        return cls(at, tuple(rows))
+
+    def total(self, name: str, **labels: str) -> float:
+        """Sum of the samples of ``name`` whose labels include ``labels``."""
+        return sum(
+            v
+            for n, have, v in self.series
+            if n == name and all(have.get(k) == want for k, want in labels.items())
+        )
+
+    def has(self, name: str, **labels: str) -> bool:
+        return any(
+            n == name and all(have.get(k) == want for k, want in labels.items())
+            for n, have, _ in self.series
+        )
+
+    def label_values(self, name: str, label: str, **labels: str) -> set[str]:
+        return {
+            have[label]
+            for n, have, _ in self.series
+            if n == name
+            and label in have
+            and all(have.get(k) == want for k, want in labels.items())
+        }
+
+
+class MetricsWatch:
+    """Scrapes a mirror's ``/metrics`` every ``every`` s in the background (whichever process
+    ``scrape`` reaches: after a restart, the new one) and keeps the series, so a drill can assert
+    what the metrics showed during its fault and that they came back."""
+
+    def __init__(self, scrape: Callable[[], str], every: float = 0.5) -> None:
+        self._scrape = scrape
+        self._every = every
+        self.samples: list[Sample] = []
+        self._new = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> MetricsWatch:
+        self._task = asyncio.create_task(self._run())
+        return self
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                text = await asyncio.to_thread(self._scrape)
+            except (OSError, IndexError, ValueError):
+                pass  # the process is (re)starting or gone: no sample this time
+            else:
+                self.samples.append(Sample.parse(time.monotonic(), text))
+                self._new.set()
+            await asyncio.sleep(self._every)  # the scrape interval, not a synchronisation
+
+    @property
+    def last(self) -> Sample | None:
+        return self.samples[-1] if self.samples else None
+
+    def since(self, t: float) -> list[Sample]:
+        return [s for s in self.samples if s.at >= t]
+
+    async def until(
+        self, condition: Callable[[Sample], bool], *, timeout: float, message: str
+    ) -> Sample:
+        """The first sample scraped from now on for which ``condition`` holds; fails with
+        ``message`` and the last sample's key figures after ``timeout`` s."""
+        deadline = time.monotonic() + timeout
+        seen = len(self.samples)
+        while True:
+            for s in self.samples[seen:]:
+                if condition(s):
+                    return s
+            seen = len(self.samples)
+            left = deadline - time.monotonic()
+            if left <= 0:
+                last = self.last
+                shown = (
+                    {n: last.total(n) for n in (LAG, REPLICATED, ERRORS, RESTARTS, TASK_FAILURES)}
+                    if last is not None
+                    else "no sample"
+                )
+                raise AssertionError(f"metrics never showed: {message} (last: {shown})")
+            self._new.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._new.wait(), left)
+
+
+def scrape_from_log(log: Path) -> str:
+    """The /metrics text of the newest `aa run` that logged to ``log`` (its ``mirror_started``
+    line names the URL; the port is picked at start). Raises OSError/IndexError before that."""
+    urls = re.findall(r'"metrics": "(http://[^"]+)"', log.read_text(errors="replace"))
+    with urllib.request.urlopen(urls[-1], timeout=10) as answer:
+        return str(answer.read().decode())

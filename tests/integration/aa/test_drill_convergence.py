@@ -13,6 +13,7 @@ import re
 import time
 from collections import Counter
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -36,11 +37,25 @@ KEYS = 20
 
 
 async def _write_events(
-    dc: str, bootstrap: str, topic: str, n: int, seconds: float, running: asyncio.Event
+    dc: str,
+    bootstrap: str,
+    topic: str,
+    n: int,
+    seconds: float,
+    running: asyncio.Event,
+    outage_s: float,
 ) -> int:
-    """``n`` conflicting writes: every DC sets the same KEYS keys, interleaved in time."""
+    """``n`` conflicting writes: every DC sets the same KEYS keys, interleaved in time.
+
+    Writes still unacknowledged when the DC's broker stops wait for it like an application
+    that rides out the outage: the producer's request timeout outlasts the outage and a slow
+    restart. (With aiokafka's default of 40 s, a batch without a leader for that long fails
+    with LeaderNotAvailableError: what the drill first failed with on a loaded machine.)"""
     rng = random.Random(f"{dc}-{topic}")
-    async with EventWriter(dc, topic, bootstrap_servers=bootstrap) as writer:
+    patience_ms = int((outage_s + 180) * 1000)
+    async with EventWriter(
+        dc, topic, bootstrap_servers=bootstrap, request_timeout_ms=patience_ms
+    ) as writer:
         for i in range(n):
             await running.wait()  # this DC's broker is being bounced: its apps wait
             key = f"user-{rng.randrange(KEYS)}"
@@ -49,6 +64,10 @@ async def _write_events(
                 await writer.flush()
                 await asyncio.sleep(seconds * 50 / n)  # pacing the load, not synchronising
     return n
+
+
+def _lag_read_failures(s: drill.Sample | None) -> float:
+    return 0.0 if s is None else s.total(drill.TASK_FAILURES, task="lag")
 
 
 async def _read_events(bootstrap: str, topic: str) -> list[Event]:
@@ -60,14 +79,17 @@ async def _read_events(bootstrap: str, topic: str) -> list[Event]:
     )
     await consumer.start()
     try:
-        parts = consumer.partitions_for_topic(topic) or set()
+        # a consumer without a subscription has no metadata of our topic: ask for it (else
+        # ``partitions_for_topic`` may answer None and nothing would be read)
+        parts = await consumer._client._wait_on_metadata(topic)
         tps = [TopicPartition(topic, p) for p in sorted(parts)]
         consumer.assign(tps)
         await consumer.seek_to_beginning()
         end = await consumer.end_offsets(tps)
         out: list[Event] = []
         deadline = time.monotonic() + 120
-        while any(await consumer.position(tp) < end[tp] for tp in tps):
+        # (not `any(await ... for tp in tps)`: that is an async generator, which any() refuses)
+        while [tp for tp in tps if await consumer.position(tp) < end[tp]]:
             assert time.monotonic() < deadline, "reading the DC's events took too long"
             batch = await consumer.getmany(timeout_ms=500)
             for records in batch.values():
@@ -101,16 +123,23 @@ async def test_drill_convergence_under_faults(
         flows="full-mesh",
         topics=[re.escape(topic)],
         delivery="exactly-once",
+        metrics={"lag_interval_s": 1},  # lag read every second: the bounce shows in it
     )
     args = {dc: ["run", "--config", str(config), "--dc", dc, "--metrics-port", "0"] for dc in DCS}
     procs = {dc: AaProcess(args[dc], tmp_path / f"aa-{dc}.log") for dc in DCS}
+    watches = {
+        dc: drill.MetricsWatch(partial(drill.scrape_from_log, tmp_path / f"aa-{dc}.log")).start()
+        for dc in DCS
+    }
     per_dc = max(300, drill_size.records // 6)
     running = {dc: asyncio.Event() for dc in DCS}
     for ev in running.values():
         ev.set()
     writers = [
         asyncio.create_task(
-            _write_events(dc, boot[dc], topic, per_dc, drill_size.fault_s * 2, running[dc])
+            _write_events(
+                dc, boot[dc], topic, per_dc, drill_size.fault_s * 2, running[dc], drill_size.fault_s
+            )
         )
         for dc in DCS
     ]
@@ -122,8 +151,17 @@ async def test_drill_convergence_under_faults(
             procs[dc].kill9()
             procs[dc] = AaProcess(args[dc], tmp_path / f"aa-{dc}.log")
         running["LON"].clear()
+        failed = {dc: _lag_read_failures(watches[dc].last) for dc in ("SF", "NYC")}
         await drill.stop_broker(clusters["LON"])
+        down = time.monotonic()
         await asyncio.sleep(drill_size.fault_s)  # the outage
+        for dc in ("SF", "NYC"):  # LON->SF, LON->NYC: their source is down, its lag unreadable
+            if not any(_lag_read_failures(s) > failed[dc] for s in watches[dc].since(down)):
+                await watches[dc].until(
+                    lambda s, dc=dc: _lag_read_failures(s) > failed[dc],
+                    timeout=90,
+                    message=f"{dc}'s failed lag reads of LON->{dc} while LON is down",
+                )
         await drill.restart_broker(clusters["LON"])
         running["LON"].set()
         healed = time.monotonic()
@@ -139,7 +177,19 @@ async def test_drill_convergence_under_faults(
 
         await eventually(everywhere, timeout=240, interval=1.0, message="every event everywhere")
         converged_s = round(time.monotonic() - healed, 1)
+        for dc in DCS:  # each DC's own metrics agree: both inbound flows up, nothing behind
+
+            def caught_up(s: drill.Sample) -> bool:
+                return (
+                    len(s.label_values(drill.LAG, "source", topic=topic)) == 2
+                    and s.total(drill.LAG, topic=topic) == 0
+                    and s.total(drill.FLOW_UP) == 2
+                )
+
+            await watches[dc].until(caught_up, timeout=120, message=f"{dc}'s lag back to 0")
     finally:
+        for w in watches.values():
+            await w.stop()
         for p in procs.values():
             p.stop()
 

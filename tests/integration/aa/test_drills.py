@@ -68,10 +68,14 @@ class Mirror:
 
     config: Path
     log: Path
+    topic: str
     proc: AaProcess | None = None
+    watch: drill.MetricsWatch | None = None
+    _log_from: int = 0
 
     def start(self) -> AaProcess:
         args = ["run", "--config", str(self.config), "--dc", "NYC", "--metrics-port", "0"]
+        self._log_from = self.log.stat().st_size if self.log.exists() else 0
         self.proc = AaProcess(args, self.log)
         return self.proc
 
@@ -88,9 +92,25 @@ class Mirror:
         except (IndexError, OSError):
             return False
 
-    def restarts(self) -> int:
+    def restarts(self, *, this_process: bool = False) -> int:
+        """Flow restarts the log shows (of every process, or of the running one)."""
         assert self.proc is not None
-        return self.proc.output().count('"flow_restarting"')
+        text = self.proc.output()
+        return (text[self._log_from :] if this_process else text).count('"flow_restarting"')
+
+    @property
+    def metered(self) -> drill.MetricsWatch:
+        """The scrapes of the running process's /metrics (started with the mirror)."""
+        if self.watch is None:
+            self.watch = drill.MetricsWatch(self.metrics).start()
+        return self.watch
+
+    def lag(self, s: drill.Sample) -> float:
+        return s.total(drill.LAG, topic=self.topic)
+
+    @staticmethod
+    def lag_read_failures(s: drill.Sample) -> float:
+        return s.total(drill.TASK_FAILURES, task="lag")
 
 
 async def _setup(
@@ -104,10 +124,48 @@ async def _setup(
         flows=["SF->NYC"],
         topics=[re.escape(topic)],
         delivery=delivery,
+        # lag read every second (default 10 s), so a 5 s fault shows in aa_committed_lag_*
+        metrics={"lag_interval_s": 1},
     )
-    mirror = Mirror(config, tmp_path / "aa-NYC.log")
+    mirror = Mirror(config, tmp_path / "aa-NYC.log", topic)
     mirror.start()
+    _ = mirror.metered
     return mirror
+
+
+async def _fault_shows(
+    mirror: Mirror, shows: Callable[[drill.Sample], bool], what: str, min_s: float
+) -> drill.Sample:
+    """Keep the fault on for ``min_s`` s and until the mirror's metrics show it (``shows``, on a
+    scrape taken during the fault); a fault the metrics never show fails the drill."""
+    began = time.monotonic()
+    await asyncio.sleep(min_s)  # the outage's length
+    seen = [s for s in mirror.metered.since(began) if shows(s)]
+    if seen:
+        return seen[0]
+    return await mirror.metered.until(shows, timeout=90, message=what)
+
+
+async def _metrics_recovered(mirror: Mirror, *, replicated: int | None) -> drill.Sample:
+    """After the fault: lag back to 0 (and, for one process, every record counted as copied)
+    and the flow up, without anyone restarting the mirror; the restart counter agrees with
+    the log."""
+
+    def recovered(s: drill.Sample) -> bool:
+        return (
+            s.has(drill.LAG, topic=mirror.topic)
+            and mirror.lag(s) == 0
+            and (replicated is None or s.total(drill.REPLICATED, topic=mirror.topic) >= replicated)
+            and s.total(drill.FLOW_UP) == 1
+        )
+
+    what = "lag back to 0, every record counted as replicated, the flow up"
+    last = await mirror.metered.until(recovered, timeout=120, message=what)
+    restarts = mirror.restarts(this_process=True)
+    # restarts of the flow inside this process (the supervisor's, not the test's SIGKILLs)
+    assert last.total(drill.RESTARTS) == restarts, (last.total(drill.RESTARTS), restarts)
+    assert last.total(drill.ERRORS) >= restarts, "a flow restart was not counted as an error"
+    return last
 
 
 async def _finish(
@@ -124,8 +182,20 @@ async def _finish(
     result, complete_at = await drill.tally(pair.nyc.direct, topic, expected)
     assert mirror.proc is not None
     alive = mirror.proc.proc.poll() is None
-    restarts = mirror.restarts()
-    mirror.proc.stop()
+    try:
+        if alive:
+            # the SIGKILL drill's last process did not copy everything: no replicated figure
+            one_process = restarts_allowed is None
+            last = await _metrics_recovered(
+                mirror, replicated=len(expected) if one_process else None
+            )
+            figures["replicated_metric"] = int(last.total(drill.REPLICATED, topic=topic))
+            after = [mirror.lag(s) for s in mirror.metered.since(healed_at)]
+            figures["lag_peak_after_fault"] = max(after, default=0.0)
+    finally:
+        await mirror.metered.stop()
+        restarts = mirror.restarts()
+        mirror.proc.stop()
     recovery = round(complete_at - healed_at, 1)
     drill.report(
         figures.pop("name"),
@@ -178,6 +248,12 @@ async def _kill_drill(
         mirror.start()
     await writer
     healed = time.monotonic()
+    # what the restarted processes' lag showed: the records written while no mirror ran
+    peak = max((mirror.lag(s) for s in mirror.metered.samples), default=0.0)
+    if peak == 0:
+        await mirror.metered.until(
+            lambda s: mirror.lag(s) > 0, timeout=30, message="the backlog left by the kills"
+        )
     await _finish(
         pair,
         mirror,
@@ -188,6 +264,7 @@ async def _kill_drill(
         name="mirror SIGKILLed at random moments",
         records=size.records,
         faults=f"{kills} kills",
+        lag_peak=peak,
     )
 
 
@@ -220,17 +297,19 @@ async def test_drill_broker_stopped_mid_stream_and_restarted(
     )
     await eventually(mirror.serving, timeout=120, message="metrics endpoint")
     await asyncio.sleep(drill_size.fault_s / 2)  # mid-stream
+    before = await mirror.metered.until(
+        lambda s: s.has(drill.LAG, topic=topic), timeout=60, message="lag before the fault"
+    )
     if side == "source":
         running.clear()
     await drill.stop_broker(down)
-    await asyncio.sleep(drill_size.fault_s)  # the outage
-    during = mirror.metrics()
-    await drill.restart_broker(down)
-    running.set()
+    try:
+        shown = await _bounce_shows(mirror, down, before, side, delivery, drill_size)
+    finally:  # (a failed drill must not leave the module's broker down for the next ones)
+        await drill.restart_broker(down)
+        running.set()
     healed = time.monotonic()
     await writer
-    lag_during = drill.metric_total(during, "aa_committed_lag_records")
-    errors = drill.metric_total(mirror.metrics(), "aa_errors_total")
     await _finish(
         pair,
         mirror,
@@ -240,9 +319,43 @@ async def test_drill_broker_stopped_mid_stream_and_restarted(
         name=f"{side} broker stopped and restarted",
         records=drill_size.records,
         faults=f"{drill_size.fault_s:.0f} s down",
-        lag_during=lag_during,
-        errors=errors,
+        lag_before=mirror.lag(before),
+        lag_during=mirror.lag(shown),
+        lag_read_failures=mirror.lag_read_failures(shown),
     )
+
+
+async def _bounce_shows(
+    mirror: Mirror,
+    down: devcluster.DevCluster,
+    before: drill.Sample,
+    side: str,
+    delivery: str,
+    drill_size: DrillSize,
+) -> drill.Sample:
+    """The broker ``down`` is stopped: keep it down until the metrics show it.
+
+    Target down, at-least-once: the source group's commits stop, the lag grows. Target down,
+    exactly-once: the copied position is stored on the target; the lag read either answers
+    from the last offsets it read (an overestimate that grows) or fails (counted). Source
+    down: nothing can be read (and nothing is written): the failed reads are counted."""
+    grow = max(50, drill_size.records // 30)
+    failed = mirror.lag_read_failures(before)
+
+    def grew(s: drill.Sample) -> bool:
+        return mirror.lag(s) >= mirror.lag(before) + grow
+
+    def read_failed(s: drill.Sample) -> bool:
+        return mirror.lag_read_failures(s) > failed
+
+    if side == "target" and delivery == "at-least-once":
+        shows, what = grew, f"lag growing by {grow}+ records"
+    elif side == "target":
+        shows, what = (lambda s: grew(s) or read_failed(s)), f"lag +{grow} or failed lag reads"
+    else:
+        shows, what = read_failed, "failed lag reads"
+    what = f"{what} while {down.name} is down"
+    return await _fault_shows(mirror, shows, what, drill_size.fault_s)
 
 
 async def test_drill_network_partition_between_dcs(
@@ -261,10 +374,20 @@ async def test_drill_network_partition_between_dcs(
     )
     await eventually(mirror.serving, timeout=120, message="metrics endpoint")
     await asyncio.sleep(drill_size.fault_s / 2)
+    before = await mirror.metered.until(
+        lambda s: s.has(drill.LAG, topic=topic), timeout=60, message="lag before the fault"
+    )
+    failed = mirror.lag_read_failures(before)
     pair.sf.proxy.cut()  # the mirror (in NYC) cannot reach SF; SF's writers go on
     try:
-        await asyncio.sleep(drill_size.fault_s)
-        lag_during = drill.metric_total(mirror.metrics(), "aa_committed_lag_records")
+        # SF's end offsets are out of reach: the lag gauge cannot move; the reads that get no
+        # answer are counted (bounded by the lag interval + 5 s, not the 40 s request timeout)
+        shown = await _fault_shows(
+            mirror,
+            lambda s: mirror.lag_read_failures(s) > failed,
+            "failed lag reads while SF is cut off",
+            drill_size.fault_s,
+        )
     finally:
         pair.sf.proxy.heal()
     healed = time.monotonic()
@@ -278,7 +401,8 @@ async def test_drill_network_partition_between_dcs(
         name="network partition (source cut off)",
         records=drill_size.records,
         faults=f"{drill_size.fault_s:.0f} s cut",
-        lag_during=lag_during,
+        lag_before=mirror.lag(before),
+        lag_read_failures=mirror.lag_read_failures(shown),
     )
 
 
@@ -311,6 +435,16 @@ async def test_drill_slow_target_backpressure_bounds_memory(
         for _ in range(int(drill_size.fault_s * 5)):  # keep sampling while it catches up
             peak = max(peak, drill.rss_mb(mirror.proc.proc.pid))
             await asyncio.sleep(0.2)
+        # the link holds the copy back: the lag shows a backlog of a quarter of the records
+        backlog = drill_size.records // 4
+        lag_peak = max((mirror.lag(s) for s in mirror.metered.samples), default=0.0)
+        if lag_peak < backlog:
+            shown = await mirror.metered.until(
+                lambda s: mirror.lag(s) >= backlog,
+                timeout=60,
+                message=f"a lag of {backlog}+ records behind the throttled link",
+            )
+            lag_peak = mirror.lag(shown)
     finally:
         pair.nyc.proxy.throttle(None)
     healed = time.monotonic()
@@ -324,6 +458,7 @@ async def test_drill_slow_target_backpressure_bounds_memory(
         records=drill_size.records,
         faults=f"{rate / 1000:.0f} kB/s link",
         peak_rss_mb=round(peak),
+        lag_peak=lag_peak,
     )
     # in-flight is bounded by max_inflight_batches x max_poll_records (8k records, ~8 MB of
     # values here) whatever the backlog: the process stays far below what buffering it would take
@@ -345,6 +480,11 @@ async def test_drill_partitions_added_while_running(
         await admin.close()
     healed = time.monotonic()
     await drill.write_paced(pair.sf.direct, topic, half, seconds=1, partitions=4, tag="b")
+    await mirror.metered.until(
+        lambda s: s.label_values(drill.LAG, "partition", topic=topic) == {"0", "1", "2", "3"},
+        timeout=90,
+        message="lag of the 2 partitions added",
+    )
     await _finish(
         pair,
         mirror,
@@ -388,7 +528,12 @@ async def test_drill_source_topic_deleted_and_recreated(
     result, complete_at = await drill.tally(pair.nyc.direct, topic, expected, key=_value_tag)
     assert mirror.proc is not None
     alive = mirror.proc.proc.poll() is None
-    mirror.proc.stop()
+    try:
+        if alive:
+            await _metrics_recovered(mirror, replicated=len(expected))
+    finally:
+        await mirror.metered.stop()
+        mirror.proc.stop()
     drill.report(
         "source topic deleted and recreated",
         delivery="at-least-once",

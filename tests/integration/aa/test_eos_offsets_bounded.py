@@ -85,10 +85,13 @@ async def test_lag_exporter_reads_a_month_of_eos_offsets_once(
 
     monkeypatch.setattr(AIOKafkaConsumer, "getmany", counting)
     monkeypatch.setattr(AIOKafkaConsumer, "end_offsets", ends)
-    monkeypatch.setattr(background, "LAG_INTERVAL_S", 0.05)
     metrics = Metrics()
     stop = asyncio.Event()
-    exporter = asyncio.create_task(background.export_lag(topology, [settings.name], metrics, stop))
+    exporter = asyncio.create_task(
+        background.export_lag(
+            topology, [settings.name], metrics, stop, interval_s=0.05, read_timeout_s=300
+        )
+    )
     try:
         await eventually(lambda: read["calls"] >= 4, timeout=120, message="4 lag refreshes")
     finally:

@@ -164,3 +164,59 @@ async def test_sigusr1_logs_where_every_task_waits() -> None:
     await parked
     dumps = {e["task"]: e["stack"] for e in logs if e["event"] == "task_dump"}
     assert any("_parked_somewhere_recognisable" in frame for frame in dumps["parked"])
+
+
+async def test_lag_read_that_swallows_its_cancellation_still_fails_in_bounded_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A dead DC (the target of an exactly-once flow, or a source behind a partition) used to
+    freeze the lag gauges with no failure counted: the read hung inside aiokafka, which does
+    not always let a cancellation through. The exporter must fail anyway, and keep the hung
+    read referenced (not leaked, not duplicated) until it ends."""
+    from aa import background
+    from aa.config import read_yaml
+
+    release = asyncio.Event()
+    started = 0
+
+    class DeadDcReader:
+        def __init__(self, topology: object) -> None:
+            self.topology = topology
+
+        async def flow_lag(self, flow: object) -> list[object]:
+            nonlocal started
+            started += 1
+            while not release.is_set():
+                try:
+                    await release.wait()
+                except asyncio.CancelledError:
+                    continue  # what a retry loop deep in a client may do
+            return []
+
+        async def close(self) -> None:
+            return None
+
+    monkeypatch.setattr(background, "LagReader", DeadDcReader)
+    topology = read_yaml(
+        "datacenters: {SF: '127.0.0.1:1', NYC: '127.0.0.1:2'}\nflows: ['SF->NYC']\n"
+    )
+    stop = asyncio.Event()
+    exporter = asyncio.create_task(
+        background.export_lag(
+            topology, ["SF->NYC"], Metrics(), stop, interval_s=0.05, read_timeout_s=0.2
+        )
+    )
+    # a guard against the old hang, not a timing assertion (the read is bounded by 0.2 + 5 s);
+    # not wait_for, which would wait for the swallowed cancellation forever
+    done, _ = await asyncio.wait({exporter}, timeout=60)
+    if not done:
+        release.set()
+        stop.set()
+        await exporter
+        pytest.fail("the lag read hung: gauges frozen and no failure counted")
+    with pytest.raises(background.LagExportError, match=r"no answer within 0\.2 s"):
+        exporter.result()
+    assert started == 1
+    assert len(background._abandoned) == 1  # still referenced while it hangs
+    release.set()
+    await _until(lambda: not background._abandoned)

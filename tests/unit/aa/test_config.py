@@ -44,6 +44,8 @@ def test_minimal_file_gets_defaults() -> None:
     assert t.topic_sync.config_exclude == DEFAULT_CONFIG_EXCLUDE
     assert t.on_error == OnError("fail", "aa.dead-letter.{source}")
     assert (t.metrics.host, t.metrics.port) == ("127.0.0.1", 9464)
+    assert t.metrics.lag_interval_s == 10.0
+    assert read_yaml(THREE + "metrics: {lag_interval_s: 0.5}\n").metrics.lag_interval_s == 0.5
     assert t.checkpoints.apply is False
     assert t.heartbeats.topic == "heartbeats"
 

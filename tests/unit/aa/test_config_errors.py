@@ -269,6 +269,16 @@ CASES: list[tuple[str, str, str]] = [
         r"metrics\.port: 99999 is out of range; allowed: 0\.\.65535",
     ),
     (
+        "metrics-lag-interval-zero",
+        DCS + "metrics: {lag_interval_s: 0}\n",
+        r"metrics\.lag_interval_s: 0 must be greater than 0",
+    ),
+    (
+        "metrics-lag-interval-text",
+        DCS + "metrics: {lag_interval_s: soon}\n",
+        r"metrics\.lag_interval_s: expected a number",
+    ),
+    (
         "metrics-unknown",
         DCS + "metrics: {bind: x}\n",
         r"unknown field 'bind' in metrics; allowed: host, port",
