@@ -179,7 +179,10 @@ async def _finish(
     **figures: Any,
 ) -> drill.Tally:
     expected = await drill.source_ids(pair.sf.direct, "SF", topic)
-    result, complete_at = await drill.tally(pair.nyc.direct, topic, expected)
+    # 180 s, and more for the long runs (a throttled link needs records x 1 kB / rate)
+    result, complete_at = await drill.tally(
+        pair.nyc.direct, topic, expected, timeout=180 + len(expected) / 100
+    )
     assert mirror.proc is not None
     alive = mirror.proc.proc.poll() is None
     try:
@@ -505,7 +508,9 @@ async def test_drill_source_topic_deleted_and_recreated(
     half = drill_size.records // 2
     await drill.write_paced(pair.sf.direct, topic, half, seconds=1, partitions=PARTITIONS, tag="a")
     first = {f"a:{i}" for i in range(half)}
-    await drill.tally(pair.nyc.direct, topic, first, key=_value_tag, settle=0)
+    await drill.tally(
+        pair.nyc.direct, topic, first, key=_value_tag, settle=0, timeout=180 + half / 100
+    )
     admin = AIOKafkaAdminClient(bootstrap_servers=pair.sf.direct)
     await admin.start()
     try:
@@ -525,7 +530,9 @@ async def test_drill_source_topic_deleted_and_recreated(
     await drill.write_paced(pair.sf.direct, topic, half, seconds=1, partitions=PARTITIONS, tag="b")
     # the new incarnation's offsets start at 0 again: count by value, not aa-src
     expected = first | {f"b:{i}" for i in range(half)}
-    result, complete_at = await drill.tally(pair.nyc.direct, topic, expected, key=_value_tag)
+    result, complete_at = await drill.tally(
+        pair.nyc.direct, topic, expected, key=_value_tag, timeout=180 + len(expected) / 100
+    )
     assert mirror.proc is not None
     alive = mirror.proc.proc.poll() is None
     try:
