@@ -11,7 +11,7 @@ import orjson
 
 HEAD = (
     "| drill | Kafka | delivery | fault | sent | lost | duplicated | recovery | "
-    "metrics during the fault | flow restarts |\n"
+    "what the metrics showed | flow restarts |\n"
     "|---|---|---|---|---|---|---|---|---|---|"
 )
 
