@@ -245,17 +245,6 @@ def rss_mb(pid: int) -> float:
     return 0.0
 
 
-def metric_total(text: str, name: str) -> float:
-    """Sum of every sample of ``name`` in a Prometheus text exposition."""
-    total = 0.0
-    for line in text.splitlines():
-        if line.startswith(name) and not line.startswith("#"):
-            head, _, value = line.rpartition(" ")
-            if head.split("{")[0] == name:
-                total += float(value)
-    return total
-
-
 def report(drill: str, **figures: Any) -> None:
     """Append one drill's figures to ``$AA_DRILL_REPORT`` (for docs/reliability.md)."""
     path = os.environ.get(REPORT_ENV)
