@@ -77,6 +77,7 @@ class Mirror:
         args = ["run", "--config", str(self.config), "--dc", "NYC", "--metrics-port", "0"]
         self._log_from = self.log.stat().st_size if self.log.exists() else 0
         self.proc = AaProcess(args, self.log)
+        _STARTED.append(self.proc)
         return self.proc
 
     def metrics(self) -> str:
@@ -111,6 +112,19 @@ class Mirror:
     @staticmethod
     def lag_read_failures(s: drill.Sample) -> float:
         return s.total(drill.TASK_FAILURES, task="lag")
+
+
+_STARTED: list[AaProcess] = []
+
+
+@pytest.fixture(autouse=True)
+def _no_mirror_outlives_its_drill() -> Iterator[None]:
+    """A drill that fails before its `_finish` must not leave its `aa run` behind."""
+    yield
+    while _STARTED:
+        proc = _STARTED.pop()
+        if proc.proc.poll() is None:
+            proc.stop()
 
 
 async def _setup(
