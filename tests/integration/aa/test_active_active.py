@@ -158,12 +158,6 @@ async def _mesh(
         assert p.proc.returncode == 0, p.output()[-3000:]
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="open defect, quarantined: on Kafka 4.3.1 one inbound flow sometimes stops copying "
-    "with no error (seen 3 times in clean runs as the session's first test: a partition ends "
-    "~660 records short, then the shutdown times out); passes on 3.9.2 and in most later runs",
-)
 async def test_full_mesh_headers_mode(
     tmp_path: Path, dc_clusters: dict[str, DcCluster], unique_name: Callable[[str], str]
 ) -> None:
