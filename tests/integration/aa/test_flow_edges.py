@@ -91,12 +91,14 @@ async def _rebalanced(client: Any, group: str) -> bool:
     return state.state == "Stable" and state.members == 2
 
 
-async def test_batch_routed_during_revoke_is_not_produced_after_it(
-    dc_clusters: dict[str, DcCluster], unique_name: Names
-) -> None:
-    """A second process joins while the first routes a batch: that batch is produced and
-    committed before the revoke completes (or dropped), never produced after it, so the new
-    owner of a partition does not copy it a second time."""
+async def _copies_when_a_second_owner_joins(
+    dc_clusters: dict[str, DcCluster],
+    unique_name: Names,
+    first_flow: Callable[[FlowSettings, OriginOnlyRouter], Any],
+) -> Counter[bytes]:
+    """200 records in 2 partitions; ``first_flow`` copies them and signals ``routing`` while
+    it holds its first batch; a second process joins the group then. Returns how often each
+    record is in the target once both stopped."""
     sf, nyc = dc_clusters["SF"].bootstrap, dc_clusters["NYC"].bootstrap
     topic = await create_topic(sf, unique_name("revoke"), partitions=2)
     await produce(sf, topic, [Rec(None, f"{i}".encode(), partition=i % 2) for i in range(200)])
@@ -108,17 +110,29 @@ async def test_batch_routed_during_revoke_is_not_produced_after_it(
         group_id=unique_name("g"),
     )
     router = OriginOnlyRouter("SF", "NYC", exact(topic))
-    first = _SlowFirstSubmit(settings, router)
+    first = first_flow(settings, router)
     stop = asyncio.Event()
     task = asyncio.create_task(first.run(stop))
     try:
         await asyncio.wait_for(first.routing.wait(), 60)
         async with running_flow(settings, router):
-            got = await consume_all(nyc, topic, count=200, timeout=90, settle=3.0)
+            await consume_all(nyc, topic, count=200, timeout=120)
+            stop.set()
+            await asyncio.wait_for(task, 90)  # its held batch is produced or dropped by now
     finally:
         stop.set()
-        await asyncio.wait_for(task, 60)
-    counts = Counter(r.value for r in got)
+        await asyncio.wait_for(task, 90)
+    got = await consume_all(nyc, topic, count=200, timeout=60, settle=3.0)
+    return Counter(r.value for r in got)
+
+
+async def test_batch_routed_during_revoke_is_not_produced_after_it(
+    dc_clusters: dict[str, DcCluster], unique_name: Names
+) -> None:
+    """A second process joins while the first routes a batch: that batch is produced and
+    committed before the revoke completes (or dropped), never produced after it, so the new
+    owner of a partition does not copy it a second time."""
+    counts = await _copies_when_a_second_owner_joins(dc_clusters, unique_name, _SlowFirstSubmit)
     assert len(counts) == 200
     assert [v for v, n in counts.items() if n > 1] == []
 
@@ -130,7 +144,6 @@ class _SlowDuringRebalance(MirrorFlow):
     def __init__(self, settings: FlowSettings, router: OriginOnlyRouter, hold_s: float) -> None:
         super().__init__(settings, router, Metrics())
         self.routing = asyncio.Event()
-        self.released = asyncio.Event()
         self.hold_s = hold_s
 
     async def _submit(self, slot: Any, target: str, partition: int, pending: Any) -> None:
@@ -143,7 +156,6 @@ class _SlowDuringRebalance(MirrorFlow):
                 message="the second member started a rebalance",
             )
             await asyncio.sleep(self.hold_s)  # the fault: a batch slower than the session
-            self.released.set()
         await super()._submit(slot, target, partition, pending)
 
 
@@ -158,32 +170,9 @@ async def test_revoke_slower_than_the_session_timeout_keeps_the_member_and_its_c
     group must wait for the member (Java's rebalance timeout is max.poll.interval.ms, aiokafka's
     default is the session timeout) instead of evicting it, so its commit lands and the new
     owner does not copy the whole partition a second time."""
-    sf, nyc = dc_clusters["SF"].bootstrap, dc_clusters["NYC"].bootstrap
-    topic = await create_topic(sf, unique_name("slowrevoke"), partitions=2)
-    await produce(sf, topic, [Rec(None, f"{i}".encode(), partition=i % 2) for i in range(200)])
-    settings = FlowSettings(
-        "SF",
-        "NYC",
-        {"bootstrap_servers": sf},
-        {"bootstrap_servers": nyc},
-        group_id=unique_name("g"),
+    counts = await _copies_when_a_second_owner_joins(
+        dc_clusters, unique_name, lambda s, r: _SlowDuringRebalance(s, r, hold_s=15.0)
     )
-    router = OriginOnlyRouter("SF", "NYC", exact(topic))
-    first = _SlowDuringRebalance(settings, router, hold_s=15.0)
-    stop = asyncio.Event()
-    task = asyncio.create_task(first.run(stop))
-    try:
-        await asyncio.wait_for(first.routing.wait(), 60)
-        async with running_flow(settings, router):
-            await consume_all(nyc, topic, count=200, timeout=120)
-            await asyncio.wait_for(first.released.wait(), 120)
-            stop.set()
-            await asyncio.wait_for(task, 60)  # the held batch is produced or dropped by now
-    finally:
-        stop.set()
-        await asyncio.wait_for(task, 60)
-    got = await consume_all(nyc, topic, count=200, timeout=60, settle=3.0)
-    counts = Counter(r.value for r in got)
     assert len(counts) == 200
     assert [v for v, n in counts.items() if n > 1] == []
 
