@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
-PYTEST_ARGS ?=
+PYTEST_ARGS ?= --durations=30
 DEMO_ARGS ?=
 # Kafka 4.x is the default (aa.dev.artifacts.KAFKA_VERSION); the mesh, exactly-once and failover
 # tests (marker kafka39) run a second time on the 3.9 line.
