@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import math
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -105,6 +106,8 @@ class Field:
                 value = float(value)
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise self.error(f"expected a number, got {self.value!r}")
+        if not math.isfinite(value):
+            raise self.error(f"{value} is not a finite number", "a number such as 30 or 0.5")
         if positive and value <= 0:
             raise self.error(f"{value} must be greater than 0")
         if lo is not None and value < lo:

@@ -299,6 +299,21 @@ CASES: list[tuple[str, str, str]] = [
         r"heartbeats\.interval_s: -1(\.0)? must be greater than 0",
     ),
     (
+        "heartbeats-interval-nan",
+        DCS + "heartbeats: {interval_s: .nan}\n",
+        r"heartbeats\.interval_s: nan is not a finite number",
+    ),
+    (
+        "tuning-interval-infinite",
+        DCS + "tuning: {commit_interval_s: .inf}\n",
+        r"tuning\.commit_interval_s: inf is not a finite number",
+    ),
+    (
+        "metrics-lag-interval-overflow-text",
+        DCS + "metrics: {lag_interval_s: '1e999'}\n",
+        r"metrics\.lag_interval_s: inf is not a finite number",
+    ),
+    (
         "heartbeats-unknown",
         DCS + "heartbeats: {topic: hb, every: 1}\n",
         r"unknown field 'every' in heartbeats; allowed: enabled, interval_s, topic",
