@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from aa.config.build import build_topology
+from aa.config.files import read_config_text
 from aa.config.kinds import Boolean, split_list
 from aa.config.model import Topology
 from aa.config.properties import parse_properties as parse_properties  # re-exported
@@ -353,13 +354,5 @@ def _sections(raw: dict[str, Any], take: Any, file: str, keys: dict[str, str]) -
 
 def load_mm2(path: str | Path) -> Topology:
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"{p}: cannot read the config file: {exc.strerror}") from None
-    except UnicodeDecodeError as exc:
-        raise ConfigError(
-            f"{p}: the config file is not UTF-8 (byte {exc.start}); save it as UTF-8 "
-            "(non-ASCII characters may also be written as \\uXXXX)"
-        ) from None
+    text = read_config_text(p, " (non-ASCII characters may also be written as \\uXXXX)")
     return read_mm2(text, str(p))

@@ -7,6 +7,7 @@ from pathlib import Path
 import yaml
 
 from aa.config.build import build_topology
+from aa.config.files import read_config_text
 from aa.config.model import Topology
 from aa.errors import ConfigError
 
@@ -76,12 +77,4 @@ def _check_size(raw: object, file: str) -> None:
 
 def load_yaml(path: str | Path) -> Topology:
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"{p}: cannot read the config file: {exc.strerror}") from None
-    except UnicodeDecodeError as exc:
-        raise ConfigError(
-            f"{p}: the config file is not UTF-8 (byte {exc.start}); save it as UTF-8"
-        ) from None
-    return read_yaml(text, str(p))
+    return read_yaml(read_config_text(p), str(p))
