@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
@@ -67,22 +69,29 @@ class LagReader:
         self._stored.clear()
 
 
+async def mirrored_partitions(
+    router: FlowRouter, source_client: Mapping[str, Any]
+) -> list[TopicPartition]:
+    """The source partitions ``router``'s flow mirrors now (topics it subscribes to and has a
+    target for), sorted."""
+    pattern = re.compile(router.subscription())
+    async with ClusterAdmin(router.flow.source, **source_client) as admin:
+        topics = await admin.topics()
+    return [
+        TopicPartition(name, p)
+        for name, info in sorted(topics.items())
+        if not info.internal and pattern.fullmatch(name) and router.target_topic(name)
+        for p in range(info.partitions)
+    ]
+
+
 async def flow_lag(
     topology: Topology, flow: Flow, stored: StoredOffsets | None = None
 ) -> list[PartitionLag]:
     """The lag of ``flow`` now; ``stored`` (exactly-once): a tail of its offsets topic kept
     between calls."""
     settings = flow_settings(topology, flow)
-    router = FlowRouter(topology, flow)
-    pattern = re.compile(router.subscription())
-    async with ClusterAdmin(flow.source, **settings.source_client) as admin:
-        topics = await admin.topics()
-    tps = [
-        TopicPartition(name, p)
-        for name, info in sorted(topics.items())
-        if not info.internal and pattern.fullmatch(name) and router.target_topic(name)
-        for p in range(info.partitions)
-    ]
+    tps = await mirrored_partitions(FlowRouter(topology, flow), settings.source_client)
     if not tps:
         return []
     copied = await _copied(settings, stored)

@@ -11,16 +11,14 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
-from aa.admin import ClusterAdmin
 from aa.config import Flow, Topology, client_kwargs
 from aa.failover.plan import Move, PlanError
 from aa.failover.plans import moves_from_translation
-from aa.lag import PartitionLag, flow_lag
+from aa.lag import PartitionLag, flow_lag, mirrored_partitions
 from aa.offsets.groups import group_offsets
 from aa.offsets.live import load_stores, translate_group
 from aa.policy import FlowRouter
@@ -61,17 +59,9 @@ def _flow(topology: Topology, source: str, target: str) -> Flow:
 async def orphans(topology: Topology, old: str, new: str) -> list[Orphans]:
     flow = topology.flow(f"{old}->{new}")
     router = FlowRouter(topology, flow)
-    pattern = re.compile(router.subscription())
     [store] = (await load_stores(topology, [(old, new)])).values()
     client = client_kwargs(topology.datacenter(old))
-    async with ClusterAdmin(old, **client) as admin:
-        topics = await admin.topics()
-    tps = [
-        TopicPartition(t, p)
-        for t, info in sorted(topics.items())
-        if not info.internal and pattern.fullmatch(t) and router.target_topic(t)
-        for p in range(info.partitions)
-    ]
+    tps = await mirrored_partitions(router, client)
     if not tps:
         return []
     consumer = AIOKafkaConsumer(
