@@ -99,6 +99,18 @@ def _never_expire(producer: AIOKafkaProducer) -> None:
     accumulator._batch_ttl = float("inf")
 
 
+def _track(producer: AIOKafkaProducer, topic: str) -> None:
+    """Keep ``topic`` in the producer's metadata for good.
+
+    aiokafka's client asks for every topic's metadata until one topic is added explicitly
+    (``send`` to the offset-sync topic, created after the producer started); from then on it
+    asks only for the topics added. ``send_batch`` adds none that the first answer already
+    held, so a target topic dropped out: its queued batches had no leader and waited a whole
+    request timeout (30 s) before the retry re-added it.
+    """
+    producer.client.add_topic(topic)
+
+
 def _abandon(producer: AIOKafkaProducer, exc: BaseException) -> None:
     """Fail every batch not acknowledged yet, so stopping does not wait for a target that is
     down, and nothing queued behind a failed batch is sent after it (its records are copied
@@ -174,6 +186,7 @@ class MirrorFlow:
         self._ready: dict[TopicPartition, int] = {}
         self._consumer: AIOKafkaConsumer | None = None
         self._producer: AIOKafkaProducer | None = None
+        self._tracked: set[str] = set()  # target topics the producer's metadata must keep
         self._topics: TopicSync | None = None
         self._committer: asyncio.Task[None] | None = None
         self._labels = {"source": settings.source, "target": settings.target}
@@ -225,6 +238,7 @@ class MirrorFlow:
                 **self.delivery.producer_options(),
             )
             await self._producer.start()
+            self._tracked = set()
             _never_expire(self._producer)
             stack.push_async_exit(self._stop_producer)
             if s.offset_syncs:
@@ -408,6 +422,9 @@ class MirrorFlow:
     ) -> None:
         assert self._producer is not None
         builder, held = slot
+        if target not in self._tracked:
+            _track(self._producer, target)
+            self._tracked.add(target)
         waited = 0.0
         while True:
             try:
