@@ -192,7 +192,7 @@ def main() -> None:
         runs = asyncio.run(main_async(args, parse_bootstrap(args.bootstrap)))
     else:
         with dedicated(["SF", "NYC"]) as clusters:
-            runs = asyncio.run(main_async(args, clusters))
+            runs = asyncio.run(main_async(args, clusters.bootstraps))
     print(report(runs))
 
 

@@ -77,6 +77,15 @@ def ratios(workloads: dict[str, Any]) -> None:
             "aa/mm2 peak_rss_mb": _ratio(max(aa["peak_rss_mb"]), max(mm2["peak_rss_mb"])),
         }
 
+    if (w4 := workloads.get("W4")) and "aa" in w4 and "mm2" in w4:
+        aa, mm2 = w4["aa"], w4["mm2"]
+        w4["ratios"] = {
+            "aa/mm2 records_per_s": _ratio(aa["records_per_s"], mm2["records_per_s"]),
+            "aa/mm2 records_per_cpu_s": _ratio(
+                aa["records_per_cpu_s"], mm2.get("records_per_cpu_s")
+            ),
+        }
+
 
 def _f(v: Any, digits: int = 0) -> str:
     if v is None:
@@ -149,6 +158,26 @@ def table(workloads: dict[str, Any]) -> str:
                     f"{_f(x['peak_rss_mb'])} | {_f(x['drain_s'], 1)} |"
                 )
         out += _ratio_lines(w3)
+    if w4 := workloads.get("W4"):
+        out += [
+            f"W4 across a WAN: {w4['records']:,} records x {w4['record_size']} B, "
+            f"{w4['partitions']} partitions, one flow SF->NYC, the source {w4['rtt_ms']:g} ms "
+            "RTT away (bench.wan proxy)",
+            "",
+            "| runner | records/s | MB/s | copy s | startup s | CPU s (copy) | records/CPU-s "
+            "| peak RSS MB | proxy CPU s |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        ]
+        for r in ("aa", "mm2"):
+            if r in w4:
+                x = w4[r]
+                out.append(
+                    f"| {r} | {_f(x['records_per_s'])} | {_f(x['mb_per_s'], 1)} | "
+                    f"{_f(x['copy_s'], 1)} | {_f(x['startup_s'], 1)} | "
+                    f"{_f(x['cpu_copy_s'], 1)} | {_f(x['records_per_cpu_s'])} | "
+                    f"{_f(x['peak_rss_mb'])} | {_f(x.get('proxy_cpu_s'), 1)} |"
+                )
+        out += _ratio_lines(w4)
     return "\n".join(out)
 
 

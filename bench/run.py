@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench.brokers import dedicated, parse_bootstrap
+from bench.brokers import Brokers, dedicated, parse_bootstrap
 from bench.configs import Tuning, tuning_dict
 from bench.procs import JVM_PERF_OPTS, MM2_HEAP, Procs
 from bench.report import machine, ratios, table, write_json
@@ -47,6 +47,8 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--mesh-rate", type=int, default=5_000, help="W3 records/s per DC")
     p.add_argument("--mesh-duration", type=int, default=60, help="W3 seconds")
+    p.add_argument("--wan-records", type=int, default=500_000, help="W4 records")
+    p.add_argument("--wan-delay-ms", type=float, default=25.0, help="W4 delay each way")
     p.add_argument("--mm2-tasks", type=int, default=1, help="MM2 tasks.max (its default: 1)")
     p.add_argument("--batch-size", type=int, default=Tuning().batch_size)
     p.add_argument("--linger-ms", type=int, default=Tuning().linger_ms)
@@ -95,7 +97,8 @@ def main(argv: list[str] | None = None) -> Path:
         rate=args.rate, duration_s=args.duration, mesh_rate=args.mesh_rate,
         mesh_duration_s=args.mesh_duration, runners=runners,
         aa_loop_prevention=args.aa_loop_prevention, aa_profile=args.aa_profile,
-        latency_warmup_s=args.latency_warmup,
+        latency_warmup_s=args.latency_warmup, wan_records=args.wan_records,
+        wan_delay_ms=args.wan_delay_ms,
     )  # fmt: skip
     tuning = Tuning(
         batch_size=args.batch_size, linger_ms=args.linger_ms, compression=args.compression,
@@ -118,17 +121,26 @@ def main(argv: list[str] | None = None) -> Path:
     def log(msg: str) -> None:
         print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
+    if args.bootstrap and "W4" in only:
+        raise SystemExit(
+            "--only W4 needs dedicated brokers (the source gets a second listener for the "
+            "delaying proxy): drop --bootstrap"
+        )
     brokers = (
-        contextlib.nullcontext(parse_bootstrap(args.bootstrap))
+        contextlib.nullcontext(Brokers(parse_bootstrap(args.bootstrap)))
         if args.bootstrap
-        else dedicated(dcs)
+        else dedicated(dcs, wan=["SF"] if "W4" in only else ())
     )
-    with _work_dir(args.work) as work, brokers as bootstraps, Procs() as procs:
+    with _work_dir(args.work) as work, brokers as found, Procs() as procs:
+        bootstraps = found.bootstraps
         missing = [dc for dc in dcs if dc not in bootstraps]
         if missing:
             raise SystemExit(f"--bootstrap lacks {missing}")
         log(f"brokers: {bootstraps}; work folder {work}")
-        ctx = Ctx(work, dict(bootstraps), tuning, params, procs, uuid.uuid4().hex[:6], log)
+        ctx = Ctx(
+            work, dict(bootstraps), tuning, params, procs, uuid.uuid4().hex[:6], log,
+            wan=dict(found.wan),
+        )  # fmt: skip
         try:
             for name in only:
                 log(f"{name} starting")

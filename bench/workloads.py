@@ -6,17 +6,19 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from bench.brokers import WanPorts
 from bench.configs import DEFAULT_POLICY, IDENTITY, Tuning
 from bench.kafka import Expect, create_topics, delete_topics, produce_marks, wait_arrival
 from bench.measure import Live
 from bench.procs import (
     Procs,
+    Running,
     Spec,
     consumer_perf,
     parse_consumer_perf,
@@ -24,6 +26,7 @@ from bench.procs import (
     producer_perf,
     python_cmd,
 )
+from bench.procstat import Sampler
 from bench.replicators import Deployment, aa_deployment, mm2_deployment
 
 MB = 1024 * 1024
@@ -48,6 +51,8 @@ class Params:
     aa_profile: bool = False
     latency_warmup_s: float = 5.0
     aa_module: str = "aa.cli.main"
+    wan_records: int = 500_000
+    wan_delay_ms: float = 25.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +64,8 @@ class Ctx:
     procs: Procs
     run_id: str
     log: Callable[[str], None]
+    wan: dict[str, WanPorts] = field(default_factory=dict)
+    """DCs whose broker also listens behind a delaying proxy (W4), by name."""
 
     def topic(self, workload: str, runner: str) -> str:
         return f"bench-{workload}-{runner}-{self.run_id}"
@@ -76,12 +83,20 @@ def _run_tool(ctx: Ctx, spec: Spec, timeout_s: float) -> str:
 
 
 def _deploy(
-    ctx: Ctx, runner: str, workload: str, flows: list[str], topics: list[str], per: list[str]
+    ctx: Ctx,
+    runner: str,
+    workload: str,
+    flows: list[str],
+    topics: list[str],
+    per: list[str],
+    *,
+    via: dict[str, str] | None = None,
 ) -> Deployment:
-    """``per``: the flow (``SF->NYC``) or DC each process runs; MM2 runs one process per target."""
+    """``per``: the flow (``SF->NYC``) or DC each process runs; MM2 runs one process per target.
+    ``via``: DCs the replicator reaches at another address (W4: the delaying proxy)."""
     run_dir = ctx.run_dir / workload / runner
     dcs = {dc for f in flows for dc in f.split("->")}
-    bootstraps = {dc: b for dc, b in ctx.bootstraps.items() if dc in dcs}
+    bootstraps = {dc: b for dc, b in {**ctx.bootstraps, **(via or {})}.items() if dc in dcs}
     if runner == "aa":
         flag = "--flow" if "->" in per[0] else "--dc"
         return aa_deployment(
@@ -138,16 +153,25 @@ def _w1_line(r: dict[str, Any]) -> str:
     return f"{r['records_per_s']:.0f} records/s ({r['mb_per_s']:.1f} MB/s)"
 
 
-def _w1_replicate(ctx: Ctx, runner: str, topic: str) -> dict[str, Any]:
+def _w1_replicate(
+    ctx: Ctx,
+    runner: str,
+    topic: str,
+    *,
+    workload: str = "W1",
+    records: int | None = None,
+    via: dict[str, str] | None = None,
+) -> dict[str, Any]:
     p = ctx.params
-    dep = _deploy(ctx, runner, "W1", ["SF->NYC"], [topic], ["SF->NYC"])
+    n = records or p.records
+    dep = _deploy(ctx, runner, workload, ["SF->NYC"], [topic], ["SF->NYC"], via=via)
     live = Live(dep, ctx.procs).start()
     live.mark("start", live.started)
     try:
         arrival = asyncio.run(
             wait_arrival(
-                [Expect(ctx.bootstraps["NYC"], topic, p.records)],
-                timeout_s=120 + p.records / 2000,
+                [Expect(ctx.bootstraps["NYC"], topic, n)],
+                timeout_s=120 + n / 2000,
                 on_first=lambda: live.mark("first"),
                 alive=live.dead,
             )
@@ -162,12 +186,12 @@ def _w1_replicate(ctx: Ctx, runner: str, topic: str) -> dict[str, Any]:
         "startup_s": round(arrival.first_at - live.started, 3),
         "copy_s": round(copy_s, 3),
         "wall_s": round(arrival.done_at - live.started, 3),
-        "records_per_s": p.records / copy_s,
-        "mb_per_s": _mb(p.records, p.record_size) / copy_s,
+        "records_per_s": n / copy_s,
+        "mb_per_s": _mb(n, p.record_size) / copy_s,
         "cpu_copy_s": round(cpu_copy, 3),
         "cpu_total_s": round(cpu_all, 3),
-        "records_per_cpu_s": p.records / cpu_copy if cpu_copy > 0 else None,
-        "cpu_s_per_million": cpu_copy / p.records * 1e6,
+        "records_per_cpu_s": n / cpu_copy if cpu_copy > 0 else None,
+        "cpu_s_per_million": cpu_copy / n * 1e6,
         "peak_rss_mb": round(max(u.peak_rss_bytes for u in finals) / MB, 1),
         "config": dep.config_name,
         "commands": _commands(dep),
@@ -351,4 +375,62 @@ def w3(ctx: Ctx) -> dict[str, Any]:
     return out
 
 
-WORKLOADS: dict[str, Callable[[Ctx], dict[str, Any]]] = {"W1": w1, "W2": w2, "W3": w3}
+# ---------------------------------------------------------------- W4: across a WAN
+
+
+def _wan_proxy(ctx: Ctx, dc: str) -> Running:
+    """Start ``bench.wan`` in front of ``dc``'s WAN listener; return once it listens."""
+    ports = ctx.wan[dc]
+    base = ctx.run_dir / "W4" / f"wan-{dc}"
+    base.mkdir(parents=True, exist_ok=True)
+    ready = base / "ready"
+    route = f"{ports.proxy.rpartition(':')[2]}={ports.listener}"
+    args = ["--route", route, "--delay-ms", str(ctx.params.wan_delay_ms), "--ready", str(ready)]
+    running = ctx.procs.start(Spec(f"wan proxy {dc}", python_cmd("bench.wan", args), base))
+    deadline = time.monotonic() + 60
+    while not ready.exists():
+        if running.proc.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"the WAN proxy did not start:\n{running.output()[-2000:]}")
+        time.sleep(0.1)
+    return running
+
+
+def w4(ctx: Ctx) -> dict[str, Any]:
+    """W1's catch-up with the source behind a delaying proxy: the replicator reaches SF only
+    across the emulated WAN (fetches, commits, metadata, offset syncs), NYC locally."""
+    p = ctx.params
+    if "SF" not in ctx.wan:
+        raise RuntimeError("W4 needs SF started with a WAN listener (bench.run does that)")
+    n = p.wan_records
+    out: dict[str, Any] = {
+        "records": n, "record_size": p.record_size, "partitions": p.partitions,
+        "delay_ms_each_way": p.wan_delay_ms, "rtt_ms": 2 * p.wan_delay_ms,
+    }  # fmt: skip
+    src, dst = ctx.bootstraps["SF"], ctx.bootstraps["NYC"]
+    proxy = _wan_proxy(ctx, "SF")
+    sampler = Sampler(proxy.pid)
+    try:
+        for runner in [r for r in p.runners if r != "ceiling"]:
+            topic = ctx.topic("w4", runner)
+            ctx.log(f"W4 {runner}: preloading {n} records into SF/{topic}")
+            asyncio.run(create_topics(src, [topic], p.partitions))
+            pre = producer_perf(
+                ctx.run_dir / "W4" / runner / "preload", src, topic, n, p.record_size, -1,
+                PRELOAD_PROPS,
+            )  # fmt: skip
+            _run_tool(ctx, pre, 120 + n / 2000)
+            proxy_before = sampler.now().cpu_s
+            out[runner] = _w1_replicate(
+                ctx, runner, topic, workload="W4", records=n, via={"SF": ctx.wan["SF"].proxy}
+            )
+            out[runner]["proxy_cpu_s"] = round(sampler.now().cpu_s - proxy_before, 3)
+            ctx.log(f"W4 {runner}: {_w1_line(out[runner])}")
+            asyncio.run(delete_topics(src, topic))
+            asyncio.run(delete_topics(dst, topic))
+    finally:
+        sampler.stop()
+        ctx.procs.stop(proxy)
+    return out
+
+
+WORKLOADS: dict[str, Callable[[Ctx], dict[str, Any]]] = {"W1": w1, "W2": w2, "W3": w3, "W4": w4}
