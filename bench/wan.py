@@ -144,10 +144,15 @@ def _handler(route: Route, delay_s: float, capacity: int):  # type: ignore[no-un
                   file=sys.stderr, flush=True)  # fmt: skip
             writer.close()
             return
-        await asyncio.gather(
-            _pipe(reader, up_writer, delay_s, capacity),
-            _pipe(up_reader, writer, delay_s, capacity),
-        )
+        try:
+            await asyncio.gather(
+                _pipe(reader, up_writer, delay_s, capacity),
+                _pipe(up_reader, writer, delay_s, capacity),
+            )
+        except asyncio.CancelledError:
+            # The proxy is stopping (SIGTERM): the link is cut. Ending the handler quietly
+            # keeps asyncio's server from logging the cancellation as a handler error.
+            return
 
     return handle
 
