@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from aa.errors import AaError
 
 
@@ -13,3 +15,12 @@ class FlowError(AaError):
         super().__init__(message)
         self.kind = kind
         self.retriable = retriable
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # copy and pickle rebuild from args alone, which lack the keyword-only fields; aiokafka
+        # copies the error a flow abandons its producer with, once per pending send
+        return (_rebuild, (type(self), str(self), self.kind, self.retriable))
+
+
+def _rebuild(cls: type[FlowError], message: str, kind: str, retriable: bool) -> FlowError:
+    return cls(message, kind=kind, retriable=retriable)
