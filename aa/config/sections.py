@@ -5,7 +5,7 @@ it applies and the per-flow attribute it feeds, once. Re-exported by :mod:`aa.co
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, get_args
+from typing import Literal, Protocol, get_args
 
 from aa.config import names
 from aa.config.kinds import (
@@ -22,8 +22,16 @@ from aa.config.kinds import (
 from aa.config.schema import setting
 from aa.config.topic_filter import TopicFilter
 
-if TYPE_CHECKING:
-    from aa.config.model import Flow
+
+class FlowEnds(Protocol):
+    """A flow's two DCs (:class:`aa.config.model.Flow`; not imported: model imports this)."""
+
+    @property
+    def source(self) -> str: ...
+
+    @property
+    def target(self) -> str: ...
+
 
 LoopMode = Literal["headers", "prefix"]
 PrefixStyle = Literal["rename", "book"]
@@ -193,7 +201,7 @@ class OnError:
         flow="dead_letter_topic",
     )
 
-    def dead_letter_for(self, flow: Flow) -> str:
+    def dead_letter_for(self, flow: FlowEnds) -> str:
         return names.for_flow(self.dead_letter_topic, flow.source, flow.target)
 
 

@@ -4,30 +4,47 @@ made durable together.
 :class:`AtLeastOnce` commits the source offsets to the flow's consumer group on the source after
 the target acknowledged everything before them (a crash re-copies: duplicates, never loss).
 :class:`~aa.mirror.eos.ExactlyOnce` wraps each run of batches, their offset syncs and the source
-offsets they advance in one transaction on the target. The flow calls the hooks in this order:
-``start`` once; per fetched batch ``admit`` → ``before_forward`` → (forward, queue) →
-``after_forward``; the commit loop calls ``commit(final=False)`` now and then and
-``commit(final=True)`` when the flow drains (stop, rebalance, malformed record), and ``abort``
-when the flow fails. Record counts are published when the delivery says the copies are durable:
-on acknowledgement (at-least-once) or on commit (exactly-once; aborted copies are not counted).
+offsets they advance in one transaction on the target.
+
+A strategy never calls back into the flow: it gets the flow's clients once (:meth:`start`) and
+answers the flow's questions. The flow calls, in this order: ``start`` once; per fetched batch
+``admit`` → ``before_forward`` → (forward, queue) → ``commit_due`` (true: the flow drains); the
+commit stage calls ``commit(ready, final=False)`` now and then and ``commit(ready, final=True)``
+when the flow drains (stop, rebalance, malformed record), and ``abort`` when the flow fails.
+Record counts are published when the delivery says the copies are durable: on acknowledgement
+(at-least-once) or when ``commit`` returns true (exactly-once; aborted copies never count).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
 
-from aiokafka import TopicPartition
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka.errors import CommitFailedError, IllegalStateError
 
-if TYPE_CHECKING:
-    from aa.mirror.flow import MirrorFlow
-    from aa.mirror.settings import FlowSettings
+from aa.admin import ClusterAdmin
+from aa.mirror.errors import FlowError
+from aa.mirror.pending import Batch
+from aa.mirror.settings import FlowSettings
+from aa.offsets.writer import OffsetSyncWriter
 
-Batch = dict[TopicPartition, list[Any]]
+
+@dataclass(frozen=True, slots=True)
+class FlowClients:
+    """The clients of one flow run, handed to its delivery at start."""
+
+    producer: AIOKafkaProducer
+    consumer: AIOKafkaConsumer
+    target_admin: ClusterAdmin
+    syncs: OffsetSyncWriter | None
+    log: Any
 
 
 class Delivery(Protocol):
     transactional: bool
-    """Copies count once committed (``flow.publish_counts``), not once acknowledged."""
+    """Copies count once committed (``commit`` returned true), not once acknowledged."""
 
     def group_id(self) -> str | None:
         """The source consumer group (``None``: no group, every partition assigned here)."""
@@ -35,19 +52,27 @@ class Delivery(Protocol):
 
     def producer_options(self) -> dict[str, Any]: ...
 
-    async def start(self, flow: MirrorFlow) -> None: ...
+    async def start(self, clients: FlowClients) -> None: ...
 
-    def admit(self, flow: MirrorFlow, batch: Batch) -> Batch:
+    def admit(self, batch: Batch) -> Batch:
         """Drop records already copied (exactly-once resumes from the target's offsets)."""
         ...
 
     async def before_forward(self) -> None: ...
 
-    async def after_forward(self, flow: MirrorFlow) -> None: ...
+    def commit_due(self) -> bool:
+        """Whether the flow should drain now, so that :meth:`commit` with ``final`` runs."""
+        ...
 
-    async def commit(self, flow: MirrorFlow, *, final: bool) -> None: ...
+    async def commit(self, ready: Mapping[TopicPartition, int], *, final: bool) -> bool:
+        """Make the settled offsets ``ready`` durable; false: keep them for a later commit."""
+        ...
 
-    async def abort(self, flow: MirrorFlow) -> None:
+    def refusal(self, exc: BaseException) -> FlowError | None:
+        """This delivery's own reading of a produce error (exactly-once: fenced), if any."""
+        ...
+
+    async def abort(self) -> None:
         """The flow failed: undo what is not durable yet (never raises)."""
         ...
 
@@ -59,6 +84,7 @@ class AtLeastOnce:
 
     def __init__(self, settings: FlowSettings) -> None:
         self._settings = settings
+        self._clients: FlowClients | None = None
 
     def group_id(self) -> str | None:
         return self._settings.group_id
@@ -66,28 +92,36 @@ class AtLeastOnce:
     def producer_options(self) -> dict[str, Any]:
         return {}
 
-    async def start(self, flow: MirrorFlow) -> None:
-        return None
+    async def start(self, clients: FlowClients) -> None:
+        self._clients = clients
 
-    def admit(self, flow: MirrorFlow, batch: Batch) -> Batch:
+    def admit(self, batch: Batch) -> Batch:
         return batch
 
     async def before_forward(self) -> None:
         return None
 
-    async def after_forward(self, flow: MirrorFlow) -> None:
+    def commit_due(self) -> bool:
+        return False
+
+    async def commit(self, ready: Mapping[TopicPartition, int], *, final: bool) -> bool:
+        if not ready or self._clients is None:
+            return True
+        consumer = self._clients.consumer
+        assigned = consumer.assignment()
+        offsets = {tp: o for tp, o in ready.items() if tp in assigned}
+        if not offsets:
+            return True
+        try:
+            await consumer.commit(offsets)
+        except (CommitFailedError, IllegalStateError) as exc:
+            # A rebalance took the partitions away: the new owner re-copies from the last
+            # commit (duplicates, never loss).
+            self._clients.log.warning("commit_failed_rebalance", error=str(exc))
+        return True
+
+    def refusal(self, exc: BaseException) -> FlowError | None:
         return None
 
-    async def commit(self, flow: MirrorFlow, *, final: bool) -> None:
-        await flow.commit_to_source_group()
-
-    async def abort(self, flow: MirrorFlow) -> None:
+    async def abort(self) -> None:
         return None  # nothing to undo: uncommitted source offsets are simply re-copied
-
-
-def delivery_for(settings: FlowSettings) -> Delivery:
-    if settings.delivery == "exactly-once":
-        from aa.mirror.eos import ExactlyOnce
-
-        return ExactlyOnce(settings)
-    return AtLeastOnce(settings)

@@ -14,22 +14,20 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import orjson
 from aiokafka import TopicPartition
 from aiokafka.errors import InvalidProducerEpoch, KafkaError, ProducerFenced, UnknownError
 
-from aa.mirror.delivery import Batch
+from aa.mirror.delivery import FlowClients
 from aa.mirror.errors import FlowError
+from aa.mirror.pending import Batch
+from aa.mirror.settings import FlowSettings
 from aa.offsets.groups import group_offsets
 from aa.offsets.writer import COMPACTED_INTERNAL_CONFIGS, ensure_internal_topic
 from aa.tail import TopicReader
-
-if TYPE_CHECKING:
-    from aa.mirror.flow import MirrorFlow
-    from aa.mirror.settings import FlowSettings
 
 OFFSETS_TOPIC_CONFIGS = dict(COMPACTED_INTERNAL_CONFIGS)
 """One record per source partition after compaction; segments roll every 10 minutes or 1 MiB
@@ -121,6 +119,7 @@ class ExactlyOnce:
         self._open = False
         self._dirty = False
         self._last = time.monotonic()
+        self._clients: FlowClients | None = None
         self.transactions = 0
 
     def group_id(self) -> str | None:
@@ -132,13 +131,21 @@ class ExactlyOnce:
             "transaction_timeout_ms": self._settings.transaction_timeout_ms,
         }
 
-    async def start(self, flow: MirrorFlow) -> None:
+    @property
+    def clients(self) -> FlowClients:
+        if self._clients is None:
+            raise AssertionError("exactly-once: used before start")
+        return self._clients
+
+    async def start(self, clients: FlowClients) -> None:
         s = self._settings
-        assert flow.target_admin is not None
-        await ensure_internal_topic(flow.target_admin, s.eos_offsets_topic, OFFSETS_TOPIC_CONFIGS)
+        self._clients = clients
+        await ensure_internal_topic(
+            clients.target_admin, s.eos_offsets_topic, OFFSETS_TOPIC_CONFIGS
+        )
         # Waits for the producer id: fences older instances and ends their open transaction,
         # so the offsets read below are final.
-        await self._guard(flow, flow.producer.begin_transaction())
+        await self._guard(clients.producer.begin_transaction())
         self._open, self._dirty = True, False
         stored = await stored_offsets(s)
         # A flow switched from at-least-once starts where its source group left off, not at the
@@ -146,14 +153,14 @@ class ExactlyOnce:
         # is never ahead of the copy.
         group = await group_offsets(s.source_client, s.group_id)
         self._next = {tp: max(stored.get(tp, 0), group.get(tp, 0)) for tp in {*stored, *group}}
-        flow.log.info(
+        clients.log.info(
             "eos_resumed",
             partitions=len(self._next),
             topic=s.eos_offsets_topic,
             from_group=sum(1 for tp, o in group.items() if o > stored.get(tp, -1)),
         )
 
-    def admit(self, flow: MirrorFlow, batch: Batch) -> Batch:
+    def admit(self, batch: Batch) -> Batch:
         out: Batch = {}
         for tp, records in batch.items():
             nxt = self._next.get(tp)
@@ -161,7 +168,7 @@ class ExactlyOnce:
                 records = [r for r in records if r.offset >= nxt]
                 if not records:
                     # aiokafka resets positions when its assignment changes: skip ahead.
-                    flow.consumer.seek(tp, nxt)
+                    self.clients.consumer.seek(tp, nxt)
                     continue
             out[tp] = records
             self._next[tp] = records[-1].offset + 1
@@ -172,58 +179,62 @@ class ExactlyOnce:
             raise AssertionError("exactly-once: forwarding outside a transaction")
         self._dirty = True
 
-    async def after_forward(self, flow: MirrorFlow) -> None:
-        if self._dirty and time.monotonic() - self._last >= self._settings.commit_interval_s:
-            await flow.drain()  # settles everything in flight, then commit(final=True)
+    def commit_due(self) -> bool:
+        """A transaction is due: the flow drains (settles everything in flight), which
+        commits it (``commit(final=True)``)."""
+        return self._dirty and time.monotonic() - self._last >= self._settings.commit_interval_s
 
-    async def commit(self, flow: MirrorFlow, *, final: bool) -> None:
+    async def commit(self, ready: Mapping[TopicPartition, int], *, final: bool) -> bool:
         if not final or not self._open:
-            return
-        ready = flow.take_ready()
+            return False
         if not self._dirty and not ready:
-            return
-        producer = flow.producer
+            return True
+        clients = self.clients
+        producer = clients.producer
         topic = self._settings.eos_offsets_topic
         sends = []
         for tp, offset in ready.items():
             value = orjson.dumps({"offset": offset, "ts": int(time.time() * 1000)})
-            sends.append(await self._guard(flow, producer.send(topic, value, offset_key(tp))))
+            sends.append(await self._guard(producer.send(topic, value, offset_key(tp))))
         # Every write of the transaction must be acknowledged before it commits: aiokafka
         # commits a transaction even when one of its sends failed.
         results = await asyncio.gather(*sends, return_exceptions=True)
         failed = next((r for r in results if isinstance(r, BaseException)), None)
         if failed is not None:
             raise self._refused(f"the source offsets to {topic}", failed)
-        await self._guard(flow, producer.flush())
-        if flow.syncs is not None and flow.syncs.failed:
+        await self._guard(producer.flush())
+        if clients.syncs is not None and clients.syncs.failed:
             raise FlowError(
-                f"{self._settings.name}: writing offset syncs to {flow.syncs.topic} in "
+                f"{self._settings.name}: writing offset syncs to {clients.syncs.topic} in "
                 f"{self._settings.target} failed inside a transaction; it is aborted",
                 kind="offset-sync",
                 retriable=True,
             )
-        await self._guard(flow, producer.commit_transaction())
-        flow.publish_counts()
+        await self._guard(producer.commit_transaction())
         self.transactions += 1
         self._last = time.monotonic()
-        await self._guard(flow, producer.begin_transaction())
+        await self._guard(producer.begin_transaction())
         self._dirty = False
+        return True  # the caller counts the copies: committed now
 
-    async def abort(self, flow: MirrorFlow) -> None:
+    def refusal(self, exc: BaseException) -> FlowError | None:
+        return self.fenced(exc) if is_fenced(exc) else None
+
+    async def abort(self) -> None:
         """End the open transaction after a failure, so readers of the target are not held up
         until it times out (a fenced producer cannot: its successor aborted it already)."""
-        flow.discard_counts()
-        if not self._open:
+        if not self._open or self._clients is None:
             return
         self._open = False
+        log = self._clients.log
         try:
-            await asyncio.wait_for(flow.producer.abort_transaction(), 30)
+            await asyncio.wait_for(self._clients.producer.abort_transaction(), 30)
         except (KafkaError, AssertionError, TimeoutError) as exc:
             # aiokafka asserts on an abort from a fatal state; the broker then aborts the
             # transaction itself after transaction_timeout_ms.
-            flow.log.warning("eos_abort_failed", error=repr(exc))
+            log.warning("eos_abort_failed", error=repr(exc))
         else:
-            flow.log.info("eos_aborted")
+            log.info("eos_aborted")
 
     def _refused(self, what: str, exc: BaseException) -> FlowError:
         if is_fenced(exc):
@@ -248,7 +259,7 @@ class ExactlyOnce:
             retriable=False,
         )
 
-    async def _guard(self, flow: MirrorFlow, call: Any) -> Any:
+    async def _guard(self, call: Any) -> Any:
         try:
             return await call
         except KafkaError as exc:

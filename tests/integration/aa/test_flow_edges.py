@@ -15,6 +15,7 @@ from aiokafka import AIOKafkaProducer
 from aa.admin import ClusterAdmin
 from aa.mirror.flow import MirrorFlow
 from aa.mirror.settings import FlowSettings
+from aa.mirror.target import Target
 from aa.observe.metrics import Metrics
 from aa.offsets.groups import group_state
 from tests.conftest import DcCluster
@@ -77,13 +78,29 @@ class _SlowFirstSubmit(MirrorFlow):
         super().__init__(settings, router, Metrics())
         self.routing = asyncio.Event()
 
-    async def _submit(self, slot: Any, target: str, partition: int, pending: Any) -> None:
+    async def held(self) -> None:
         if not self.routing.is_set():
             self.routing.set()
             client = self.settings.source_client
             with contextlib.suppress(AssertionError):  # the revoke waits for this batch
                 await eventually(lambda: _rebalanced(client, self.settings.group_id), timeout=10)
-        await super()._submit(slot, target, partition, pending)
+
+    def make_target(self, producer: AIOKafkaProducer, *, transactional: bool) -> Target:
+        return _HeldTarget(self, producer, transactional=transactional)
+
+
+class _HeldTarget(Target):
+    """A target whose submit first awaits the flow's ``held()`` (the fault of a test)."""
+
+    def __init__(self, flow: Any, producer: AIOKafkaProducer, *, transactional: bool) -> None:
+        super().__init__(
+            flow.settings, producer, flow.metrics, flow.log, transactional=transactional
+        )
+        self._flow = flow
+
+    async def submit(self, builder: Any, topic: str, partition: int) -> asyncio.Future[Any]:
+        await self._flow.held()
+        return await super().submit(builder, topic, partition)
 
 
 async def _rebalanced(client: Any, group: str) -> bool:
@@ -146,7 +163,7 @@ class _SlowDuringRebalance(MirrorFlow):
         self.routing = asyncio.Event()
         self.hold_s = hold_s
 
-    async def _submit(self, slot: Any, target: str, partition: int, pending: Any) -> None:
+    async def held(self) -> None:
         if not self.routing.is_set():
             self.routing.set()
             client, group = self.settings.source_client, self.settings.group_id
@@ -156,7 +173,9 @@ class _SlowDuringRebalance(MirrorFlow):
                 message="the second member started a rebalance",
             )
             await asyncio.sleep(self.hold_s)  # the fault: a batch slower than the session
-        await super()._submit(slot, target, partition, pending)
+
+    def make_target(self, producer: AIOKafkaProducer, *, transactional: bool) -> Target:
+        return _HeldTarget(self, producer, transactional=transactional)
 
 
 async def _is_state(client: Any, group: str, state: str) -> bool:

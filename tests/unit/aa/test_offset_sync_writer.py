@@ -12,7 +12,7 @@ import pytest
 import structlog
 from aiokafka import TopicPartition
 
-from aa.mirror.flow import _OnRevoke
+from aa.mirror.fetch import RevokeListener
 from aa.offsets.store import OffsetSyncStore
 from aa.offsets.sync import decode_sync
 from aa.offsets.writer import OffsetSyncWriter
@@ -89,7 +89,7 @@ async def test_partition_back_after_rebalance_at_higher_offset_starts_a_new_run(
     topic = SyncTopic()
     w = OffsetSyncWriter(topic.producer("mine"), "syncs")
     await _copy(w, 0, 2999, 0)  # this process copies 0..2999 to 0..2999
-    listener = _OnRevoke(FlowStub(w))  # type: ignore[arg-type]  # only drain() and syncs
+    listener = RevokeListener(FlowStub(w))  # type: ignore[arg-type]  # only drain() and syncs
     await listener.on_partitions_revoked({tp})
     # Another process copies 3000..4999 (to 3000..4999), then the partition comes back at 5000.
     await _copy(OffsetSyncWriter(topic.producer("theirs"), "syncs"), 3000, 4999, 3000)

@@ -1,0 +1,88 @@
+"""The commit stage: settle pendings in the order they were fetched, then make the settled
+source offsets durable through the delivery strategy — now and then while copying, and in
+full when the flow drains (stop, rebalance, a transaction due, a refused record).
+
+Never ahead: an offset reaches ``ready`` only after every send before it settled, and the
+offset syncs of those sends are flushed before the offsets are committed."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from aiokafka import TopicPartition
+
+from aa.mirror.delivery import Delivery
+from aa.mirror.pending import Pending
+from aa.mirror.settings import FlowSettings
+from aa.mirror.settle import Settler
+from aa.mirror.target import Target
+from aa.offsets.writer import OffsetSyncWriter
+
+
+class Committer:
+    """Owns the bounded queue between the route and commit stages (the flow's backpressure)
+    and the settled offsets not yet durable."""
+
+    def __init__(
+        self,
+        settings: FlowSettings,
+        delivery: Delivery,
+        settler: Settler,
+        target: Target,
+        syncs: OffsetSyncWriter | None,
+    ) -> None:
+        self.settings = settings
+        self.delivery = delivery
+        self.settler = settler
+        self.target = target
+        self.syncs = syncs
+        self.queue: asyncio.Queue[Pending | None] = asyncio.Queue(settings.max_inflight_batches)
+        self.ready: dict[TopicPartition, int] = {}
+        """Settled source offsets not yet made durable."""
+        self.task: asyncio.Task[None] | None = None
+        """The running :meth:`loop` (set by the flow), watched by :meth:`drain`."""
+
+    async def loop(self) -> None:
+        """Settle and commit until the ``None`` that ends the queue."""
+        last = time.monotonic()
+        while True:
+            pending = await self.queue.get()
+            try:
+                if pending is None:
+                    await self.commit(final=True)
+                    return
+                await self.target.patiently(self.settler.settle(pending), "copies")
+                self.ready.update(pending.offsets)
+                now = time.monotonic()
+                if self.queue.empty() or now - last >= self.settings.commit_interval_s:
+                    await self.commit(final=False)
+                    last = now
+            finally:
+                self.queue.task_done()
+
+    async def commit(self, *, final: bool) -> None:
+        """Flush the open offset-sync runs (translation up to the commit; in exactly-once mode
+        inside the transaction), then hand the ready offsets to the delivery."""
+        if self.syncs is not None:
+            await self.target.patiently(self.syncs.flush(), "offset syncs")
+        ready, self.ready = self.ready, {}
+        if not await self.delivery.commit(ready, final=final):
+            self.ready = {**ready, **self.ready}  # kept for a later commit
+        elif self.delivery.transactional:
+            self.settler.publish_counts()  # exactly-once: copies count once committed
+
+    async def drain(self) -> None:
+        """Wait until every queued batch is settled, then commit (before a rebalance, a
+        transaction commit, a stop). Returns early, committing nothing, when the commit loop
+        died: its error stops the flow."""
+        join = asyncio.ensure_future(self.queue.join())
+        waiters: set[asyncio.Future[Any]] = {join}
+        if self.task is not None:
+            waiters.add(self.task)
+        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+        if not join.done():
+            join.cancel()
+            return
+        await self.commit(final=True)

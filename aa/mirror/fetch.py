@@ -1,0 +1,132 @@
+"""The fetch stage: batches from the source consumer, and what a rebalance does to them.
+
+:meth:`Fetcher.next_batch` is the seam the route stage consumes. A batch fetched before a
+revoke is never routed (its partitions may belong to another process by now): the revoke bumps
+the generation while holding :attr:`Fetcher.routing`, which the flow holds while it routes and
+queues a batch. The revoke's drain runs inside aiokafka's rebalance listener, which catches and
+only logs what a listener raises; so a failed drain is recorded here and re-raised by the next
+:meth:`Fetcher.next_batch`: the flow stops with its error instead of going on as if the drain
+had worked (and its commit, which did not happen, is never made later for it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
+
+from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
+
+from aa.mirror.pending import Batch
+from aa.mirror.settings import FlowSettings
+from aa.observe.metrics import Metrics
+from aa.offsets.writer import OffsetSyncWriter
+
+
+class Fetcher:
+    """Fetches from the source; remembers how far each partition was queued."""
+
+    def __init__(
+        self, settings: FlowSettings, consumer: AIOKafkaConsumer, metrics: Metrics, log: Any
+    ) -> None:
+        self.settings = settings
+        self.consumer = consumer
+        self.metrics = metrics
+        self.log = log
+        self.routing = asyncio.Lock()
+        """Held while a fetched batch is routed and queued; a revoke waits for it."""
+        self.generation = 0
+        """Revokes so far: a batch fetched before one is dropped, never produced after it."""
+        self.revoke_error: BaseException | None = None
+        """What failed the drain of a revoke (raised by the next :meth:`next_batch`)."""
+        self._queued: dict[TopicPartition, int] = {}
+        """Per source partition, the offset the last queued pending advances it to."""
+        self._labels = {"source": settings.source, "target": settings.target}
+
+    async def next_batch(self) -> tuple[int, Batch]:
+        """One ``getmany``, with the generation it was fetched in (see :meth:`current`)."""
+        self.raise_revoke_error()
+        generation = self.generation
+        batch = await self.consumer.getmany(
+            timeout_ms=200, max_records=self.settings.max_poll_records
+        )
+        self.raise_revoke_error()
+        return generation, batch
+
+    def raise_revoke_error(self) -> None:
+        if self.revoke_error is not None:
+            raise self.revoke_error
+
+    def current(self, generation: int, batch: Batch) -> bool:
+        """Whether a batch fetched in ``generation`` may be routed (call holding ``routing``).
+
+        Fetched before a revoke: not routed. Partitions still ours are fetched again from
+        here; the others, by their new owner from the commit."""
+        if generation == self.generation:
+            return True
+        assigned = self.consumer.assignment()
+        for tp, records in batch.items():
+            if tp in assigned:
+                self.consumer.seek(tp, records[0].offset)
+        return False
+
+    def queued(self, offsets: dict[TopicPartition, int]) -> None:
+        self._queued.update(offsets)
+
+    async def revoke(
+        self, revoked: set[TopicPartition], drain: Callable[[], Awaitable[None]]
+    ) -> None:
+        """Partitions are being revoked: finish routing the batch in hand (it is produced and
+        committed before the revoke completes, never after), then drain and commit. A failed
+        drain is recorded, not raised: aiokafka would only log it."""
+        async with self.routing:
+            if revoked:
+                self.generation += 1
+            try:
+                await drain()
+            except Exception as exc:  # noqa: BLE001 - re-raised by the fetch loop, the flow stops
+                self.revoke_error = exc
+                self.log.error("revoke_drain_failed", error=repr(exc))
+
+    async def moved_positions(self) -> dict[TopicPartition, int]:
+        """Positions that moved with no record returned: past transaction markers and aborted
+        records of a transactional source. Committing them lets lag reach 0 there; it is never
+        ahead, as every record before a position was returned and queued."""
+        moved = {}
+        for tp in self.consumer.assignment():
+            if self.consumer.highwater(tp) is None:
+                continue  # not fetched yet: no position worth committing
+            position = await self.consumer.position(tp)
+            if position > self._queued.get(tp, -1):
+                moved[tp] = position
+                self.set_lag(tp, position)
+        return moved
+
+    def set_lag(self, tp: TopicPartition, next_offset: int) -> None:
+        high = self.consumer.highwater(tp)
+        if high is not None:
+            self.metrics.lag.labels(
+                **self._labels, topic=tp.topic, partition=str(tp.partition)
+            ).set(max(0, high - next_offset))
+
+
+class Revocable(Protocol):
+    """What the rebalance listener needs of a flow."""
+
+    syncs: OffsetSyncWriter | None
+    log: Any
+
+    async def on_revoke(self, revoked: set[TopicPartition]) -> None: ...
+
+
+class RevokeListener(ConsumerRebalanceListener):  # type: ignore[misc]  # aiokafka is untyped
+    def __init__(self, flow: Revocable) -> None:
+        self._flow = flow
+
+    async def on_partitions_revoked(self, revoked: Any) -> None:
+        await self._flow.on_revoke(set(revoked))
+        if self._flow.syncs is not None:  # a later assignment starts a new run
+            await self._flow.syncs.revoked(revoked)
+
+    async def on_partitions_assigned(self, assigned: Any) -> None:
+        self._flow.log.info("partitions_assigned", partitions=len(assigned))

@@ -1,0 +1,119 @@
+"""Where a source partition's records go in the target: the target topic, its partition count,
+whether records keep their partition, and what the target topic refuses. Kept up to date by
+the flow's periodic topic sync (:meth:`Placement.sync_loop`)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+
+from aa.admin import ClusterAdmin
+from aa.mirror.limits import TargetLimits, target_limits
+from aa.mirror.settings import FlowSettings
+from aa.mirror.topics import TopicSync
+from aa.mirror.types import Router
+from aa.observe.metrics import Metrics
+
+
+class Placement:
+    """Per target topic: partitions, partition keeping and limits, read when first seen."""
+
+    def __init__(
+        self,
+        settings: FlowSettings,
+        router: Router,
+        topics: TopicSync,
+        target_admin: ClusterAdmin,
+        producer: AIOKafkaProducer,
+        consumer: AIOKafkaConsumer,
+        log: Any,
+    ) -> None:
+        self.settings = settings
+        self.router = router
+        self.topics = topics
+        self.target_admin = target_admin
+        self.producer = producer
+        self.consumer = consumer
+        self.log = log
+        self.limits: dict[str, TargetLimits] = {}
+        """Per target topic, what it refuses (read when first seen, refreshed by topic sync)."""
+        self._keep_partitions: dict[str, bool] = {}
+        """Per target topic: records keep their source partition (else: by key hash)."""
+        self._lacking: set[tuple[str, int]] = set()
+        """(target topic, partition) the target lacked after an immediate topic sync."""
+        self.topic_sync_error: str | None = None
+        """The last periodic topic sync's error (``None`` once one succeeds); in /healthz."""
+
+    async def target_topic(self, source_topic: str) -> str | None:
+        """The target topic of ``source_topic`` (``None``: not copied), known to the flow."""
+        target = self.router.target_topic(source_topic)
+        if target is None:
+            return None
+        if target not in self.topics.partitions:
+            if self.settings.topic_sync:
+                await self.topics.sync(only=source_topic)
+            if target not in self.topics.partitions:
+                parts = await self.producer.partitions_for(target)
+                self.topics.partitions[target] = len(parts)
+        if target not in self.limits:
+            found = await target_limits(self.target_admin, [target])
+            self.limits[target] = found.get(target, TargetLimits(target))
+        return target
+
+    async def place(self, tp: TopicPartition, target: str) -> tuple[int, bool]:
+        """The target's partition count, and whether ``tp``'s records keep their partition.
+
+        Decided once per target topic, when first seen: keep partitions when the target has at
+        least the source's, otherwise every record goes by key hash (one key never lands in two
+        partitions). When the source grows later, a partition the target lacks triggers a topic
+        sync right away, so no record of an existing partition ever changes target partition
+        while topic sync catches up; only if the target still lacks it do its records go by
+        key hash (with a warning).
+        """
+        parts = self.topics.partitions.get(target, 0)
+        keep = self._keep_partitions.get(target)
+        if keep is None:
+            source_parts = len(self.consumer.partitions_for_topic(tp.topic) or ())
+            keep = self._keep_partitions[target] = parts >= source_parts
+        if keep and tp.partition >= parts and (target, tp.partition) not in self._lacking:
+            parts = await self._grow_target(tp, target)
+        return parts, keep and tp.partition < parts
+
+    async def _grow_target(self, tp: TopicPartition, target: str) -> int:
+        """Topic sync now for a source partition the target lacks; the target's count after."""
+        if self.settings.topic_sync:
+            await self.topics.sync(only=tp.topic)
+        await self.producer.client.force_metadata_update()
+        parts = len(await self.producer.partitions_for(target))
+        self.topics.partitions[target] = parts
+        if tp.partition >= parts:
+            self._lacking.add((target, tp.partition))  # tried once; periodic syncs go on
+            self.log.warning(
+                "target_lacks_partition",
+                topic=target,
+                partition=tp.partition,
+                target_partitions=parts,
+                detail="its records go by key hash until the target has the partition",
+            )
+        return parts
+
+    async def sync_loop(self, stop: asyncio.Event, metrics: Metrics) -> None:
+        """Topic sync every ``topic_sync_interval_s`` until ``stop``; best effort: a failure is
+        logged, counted and shown in /healthz, and copying goes on."""
+        s = self.settings
+        while not stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), s.topic_sync_interval_s)
+            if stop.is_set():
+                return
+            try:
+                await self.topics.sync()
+                self.topic_sync_error = None
+                self.limits.update(await target_limits(self.target_admin, self.limits))
+            except Exception as exc:  # logged and counted: sync is best effort; copying goes on
+                self.topic_sync_error = repr(exc)
+                metrics.errors.labels(source=s.source, target=s.target, kind="topic-sync").inc()
+                self.log.warning("topic_sync_failed", error=repr(exc), exc_info=exc)

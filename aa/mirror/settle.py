@@ -1,0 +1,146 @@
+"""The settle stage: wait for a pending batch's sends, turn refusals into dead letters or a
+stop, write offset syncs for what landed, and count copies once the delivery says they are
+durable."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from typing import Any
+
+from aiokafka import TopicPartition
+from aiokafka.errors import KafkaTimeoutError
+
+from aa.mirror.errors import FlowError
+from aa.mirror.pending import Pending
+from aa.mirror.refusals import BROKER_REFUSALS
+from aa.mirror.settings import FlowSettings
+from aa.mirror.target import Target
+from aa.mirror.types import Router
+from aa.observe.metrics import Metrics
+from aa.offsets.writer import OffsetSyncWriter
+
+
+class Settler:
+    """Settles pendings in order; ``copied_total`` counts what was published as copied."""
+
+    def __init__(
+        self,
+        settings: FlowSettings,
+        router: Router,
+        target: Target,
+        syncs: OffsetSyncWriter | None,
+        metrics: Metrics,
+        *,
+        transactional: bool,
+        refusal: Callable[[BaseException], FlowError | None],
+    ) -> None:
+        self.settings = settings
+        self.router = router
+        self.target = target
+        self.syncs = syncs
+        self.metrics = metrics
+        self.transactional = transactional
+        self._refusal = refusal
+        """The delivery's own reading of a produce error (exactly-once: fenced), if any."""
+        self._labels = {"source": settings.source, "target": settings.target}
+        self._uncounted: list[Pending] = []
+        """Settled copies not counted yet (exactly-once: until their transaction commits)."""
+        self.copied_total = 0
+
+    async def settle(self, pending: Pending) -> None:
+        """Wait for every send of ``pending``; raises :class:`FlowError` when the flow must
+        stop before a refused record (its offset is then never committed)."""
+        futures = [f for f, _, _ in pending.sends]
+        results = await asyncio.gather(*futures, return_exceptions=True)
+        for (_, held, target), result in zip(pending.sends, results, strict=True):
+            if isinstance(result, BaseException):
+                for record in held:
+                    await self._refused(record, target, result, alone=len(held) == 1)
+            elif self.syncs is not None and held:
+                await self._write_syncs(held, target, result)
+        self._uncounted.append(pending)
+        if not self.transactional:
+            self.publish_counts()
+
+    def publish_counts(self) -> None:
+        """Count the settled copies as replicated (exactly-once: once their transaction
+        committed; see :meth:`discard_counts`)."""
+        now = time.time()
+        hist = self.metrics.latency.labels(**self._labels)
+        for pending in self._uncounted:
+            for ts in pending.timestamps:
+                hist.observe(max(0.0, now - ts / 1000))
+            for topic, n in pending.copied.items():
+                if n:
+                    self.metrics.records.labels(**self._labels, topic=topic).inc(n)
+                    self.metrics.bytes.labels(**self._labels, topic=topic).inc(pending.bytes[topic])
+                    self.copied_total += n
+        self._uncounted.clear()
+
+    def discard_counts(self) -> None:
+        """The settled copies were aborted: they never count."""
+        self._uncounted.clear()
+
+    async def _write_syncs(self, held: list[Any], target: str, meta: Any) -> None:
+        """Offset syncs for a batch that kept its partition (not for dead letters or
+        re-partitioned targets, which translation refuses)."""
+        assert self.syncs is not None
+        tp = TopicPartition(held[0].topic, held[0].partition)
+        if meta.partition != tp.partition or target != self.router.target_topic(tp.topic):
+            return
+        if self.syncs.failed:
+            raise FlowError(
+                f"{self.settings.name}: writing offset syncs to {self.syncs.topic} in "
+                f"{self.settings.target} failed: {self.syncs.last_error!r}",
+                kind="offset-sync",
+                retriable=True,
+            )
+        waited = 0.0
+        while True:
+            try:
+                await self.syncs.copied(tp, target, held, meta.offset)
+            except KafkaTimeoutError as exc:  # the sync topic's buffer stayed full
+                waited += self.settings.request_timeout_ms / 1000
+                self.target.waiting(self.syncs.topic, waited, exc)
+            else:
+                return
+
+    async def _refused(self, record: Any, target: str, exc: BaseException, *, alone: bool) -> None:
+        """The target refused a batch holding ``record`` (``alone``: the only one in it)."""
+        s = self.settings
+        where = f"{record.topic}/{record.partition}@{record.offset}"
+        own = self._refusal(exc)
+        if own is not None:
+            raise own from exc
+        kind = BROKER_REFUSALS.get(type(exc))
+        if kind is None:
+            self.metrics.errors.labels(**self._labels, kind=type(exc).__name__).inc()
+            raise FlowError(
+                f"{s.name}: producing {where} to {s.target}/{target} failed: {exc!r}",
+                kind=type(exc).__name__,
+                retriable=True,
+            ) from exc
+        self.metrics.errors.labels(**self._labels, kind=kind).inc()
+        if s.on_error == "dead-letter" and target != s.dead_letter_topic and alone:
+            tp = TopicPartition(record.topic, record.partition)
+            reason = f"{kind}: refused by {target} ({type(exc).__name__})"
+            fut = await self.target.dead_letter(
+                record,
+                tp,
+                reason,
+                keep_value=kind != "record-too-large",
+                keep_timestamp=kind != "invalid-timestamp",
+            )
+            await fut
+            self.metrics.dead_lettered.labels(**self._labels, topic=record.topic, reason=kind).inc()
+            return
+        # A restart would send the same records and be refused again: stop for good.
+        raise FlowError(
+            f"{s.name}: {s.target}/{target} refused the batch holding {where} ({exc!r}); no "
+            "retry can fix this, so the flow stops before it; fix the target topic's config "
+            "(or, for a single record, set on_error: dead-letter)",
+            kind=kind,
+            retriable=False,
+        ) from exc

@@ -1,0 +1,198 @@
+"""The produce side of a flow: whole record batches to the target, waiting out a target that
+takes nothing for a while (in order, no restart) and failing once it stays away too long."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+from typing import Any
+
+import orjson
+from aiokafka import AIOKafkaProducer, TopicPartition
+from aiokafka.errors import KafkaTimeoutError, UnknownTopicOrPartitionError
+from aiokafka.partitioner import murmur2
+from aiokafka.producer.message_accumulator import BatchBuilder
+
+from aa.mirror.errors import FlowError
+from aa.mirror.limits import TargetLimits, record_size
+from aa.mirror.refusals import DEAD_LETTER_REASON
+from aa.mirror.settings import FlowSettings
+from aa.observe.metrics import Metrics
+from aa.provenance import SRC
+
+DELIVERY_TIMEOUT_S = 120.0
+"""How long a flow waits for a target that takes or acknowledges nothing (a broker restarting,
+a leader election) before it fails and restarts: Java's delivery.timeout.ms. Shorter outages are
+ridden out inside the flow, in order, with no restart and no re-copy."""
+
+_round_robin = itertools.count()
+
+
+def never_expire(producer: AIOKafkaProducer) -> None:
+    """Make the producer wait for a partition's leader instead of expiring the batch.
+
+    aiokafka fails a queued batch whose partition has had no leader for ``request_timeout_ms``
+    (``NotLeaderForPartitionError``) even on an idempotent producer, and then sends the batches
+    queued behind it: the target gets records out of order, and the flow's restart copies them
+    again. No option controls it: the accumulator's private TTL is set here; if a later aiokafka
+    renames it, the flow refuses to start rather than silently reorder.
+    """
+    accumulator = getattr(producer, "_message_accumulator", None)
+    if accumulator is None or not hasattr(accumulator, "_batch_ttl"):
+        raise RuntimeError(
+            "this aiokafka has no producer._message_accumulator._batch_ttl: aa cannot keep a "
+            "leaderless target partition's batches in order; install the aiokafka version "
+            "pyproject.toml pins"
+        )
+    accumulator._batch_ttl = float("inf")
+
+
+def track(producer: AIOKafkaProducer, topic: str) -> None:
+    """Keep ``topic`` in the producer's metadata for good.
+
+    aiokafka's client asks for every topic's metadata until one topic is added explicitly
+    (``send`` to the offset-sync topic, created after the producer started); from then on it
+    asks only for the topics added. ``send_batch`` adds none that the first answer already
+    held, so a target topic dropped out: its queued batches had no leader and waited a whole
+    request timeout (30 s) before the retry re-added it.
+    """
+    producer.client.add_topic(topic)
+
+
+def abandon(producer: AIOKafkaProducer, exc: BaseException) -> None:
+    """Fail every batch not acknowledged yet, so stopping does not wait for a target that is
+    down, and nothing queued behind a failed batch is sent after it (its records are copied
+    again by the next run, from the last commit)."""
+    producer._message_accumulator.fail_all(exc)
+
+
+def partition_for(key: bytes | None, partitions: int) -> int:
+    """Kafka's default partitioning (murmur2 of the key), for targets with fewer partitions."""
+    if key is None:
+        return next(_round_robin) % partitions
+    return int(murmur2(key) & 0x7FFFFFFF) % partitions
+
+
+class Target:
+    """Sends batches and dead letters to the flow's target; ``waiting`` is the one place that
+    decides when a silent target fails the flow."""
+
+    def __init__(
+        self,
+        settings: FlowSettings,
+        producer: AIOKafkaProducer,
+        metrics: Metrics,
+        log: Any,
+        *,
+        transactional: bool,
+    ) -> None:
+        self.settings = settings
+        self.producer = producer
+        self.metrics = metrics
+        self.log = log
+        self.transactional = transactional
+        self._labels = {"source": settings.source, "target": settings.target}
+        self._tracked: set[str] = set()
+        """Target topics the producer's metadata must keep (see :func:`track`)."""
+
+    def new_batch(self, limits: TargetLimits | None) -> Any:
+        """A batch builder no larger than the target topic takes (its max.message.bytes)."""
+        cap = limits.batch_cap if limits is not None else None
+        if cap is None or cap >= self.settings.batch_size:
+            return self.producer.create_batch()
+        compression = self.settings.compression
+        # aiokafka's own codec table (the producer's compression, on a smaller batch)
+        codec = AIOKafkaProducer._COMPRESSORS[compression][1] if compression else 0
+        return BatchBuilder(cap, codec, is_transactional=self.transactional)
+
+    async def submit(self, builder: Any, topic: str, partition: int) -> asyncio.Future[Any]:
+        """Hand a full batch to the producer; its future resolves once the target acked it."""
+        if topic not in self._tracked:
+            track(self.producer, topic)
+            self._tracked.add(topic)
+        waited = 0.0
+        while True:
+            try:
+                fut: asyncio.Future[Any] = await self.producer.send_batch(
+                    builder, topic, partition=partition
+                )
+            except (KafkaTimeoutError, UnknownTopicOrPartitionError) as exc:
+                # the partition's previous batch, or its metadata, waited request_timeout_ms:
+                # the target is down or electing a leader. Wait on (backpressure), in order.
+                waited += self.settings.request_timeout_ms / 1000
+                self.waiting(f"{topic}/{partition}", waited, exc)
+            else:
+                return fut
+
+    async def patiently(self, work: Any, what: str) -> Any:
+        """Await ``work`` (settling copies, writing syncs) while the target takes its time: a
+        ``target_waiting`` warning every request timeout, a retriable failure after
+        :data:`DELIVERY_TIMEOUT_S`."""
+        task = asyncio.ensure_future(work)
+        step = self.settings.request_timeout_ms / 1000
+        waited = 0.0
+        try:
+            while True:
+                done, _ = await asyncio.wait({task}, timeout=step)
+                if done:
+                    return task.result()
+                waited += step
+                self.waiting(what, waited, None)
+        finally:
+            if not task.done():
+                task.cancel()
+                with contextlib.suppress(BaseException):
+                    await task
+
+    def waiting(self, what: str, waited_s: float, exc: BaseException | None) -> None:
+        """The target has taken or acknowledged nothing for ``waited_s``: warn, and fail the
+        flow (retriable) once that reaches :data:`DELIVERY_TIMEOUT_S`."""
+        s = self.settings
+        self.metrics.errors.labels(**self._labels, kind="target-waiting").inc()
+        self.log.warning(
+            "target_waiting", waiting_for=what, waited_s=round(waited_s, 1), error=repr(exc)
+        )
+        if waited_s >= DELIVERY_TIMEOUT_S:
+            raise FlowError(
+                f"{s.name}: {s.target} took or acknowledged no {what} for {waited_s:.0f} s "
+                f"({exc!r}); the flow restarts from its last commit",
+                kind="target-timeout",
+                retriable=True,
+            )
+
+    async def dead_letter(
+        self,
+        record: Any,
+        tp: TopicPartition,
+        reason: str,
+        *,
+        keep_value: bool = True,
+        keep_timestamp: bool = True,
+    ) -> asyncio.Future[Any]:
+        """Send ``record`` to the dead-letter topic with why; the future of its delivery."""
+        ref = f"{self.settings.source}/{tp.topic}/{tp.partition}/{record.offset}"
+        headers = [
+            *(record.headers or ()),
+            (DEAD_LETTER_REASON, reason.encode()),
+            (SRC, ref.encode()),
+        ]
+        key, value = record.key, record.value
+        if not keep_value:  # a reference, so the dead-letter record itself fits
+            value = orjson.dumps({"src": ref, "reason": reason, "bytes": record_size(record)})
+        # a refused timestamp would be refused again: the dead letter gets the current time
+        ts = record.timestamp if keep_timestamp else None
+        fut: asyncio.Future[Any] = await self.producer.send(
+            self.settings.dead_letter_topic, value, key, None, ts, headers
+        )
+        self.log.warning("dead_lettered", src=ref, reason=reason)
+        return fut
+
+    async def stop(self, failed: bool) -> None:
+        """Stop the producer; when the flow failed, abandon what the target did not take."""
+        if failed:
+            stopped = FlowError(
+                f"{self.settings.name}: the flow stopped", kind="stopped", retriable=True
+            )
+            abandon(self.producer, stopped)
+        await self.producer.stop()

@@ -1,0 +1,312 @@
+"""The flow's pipeline parts with fakes for the clients (issue 13, item 2): routing and
+batching per target partition, refusals, settle/commit ordering, what is committed when a
+batch fails, and a revoke whose drain fails. Pure logic: no broker."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+import structlog
+from aiokafka import TopicPartition
+from aiokafka.errors import KafkaConnectionError
+
+from aa.mirror.commit import Committer
+from aa.mirror.errors import FlowError
+from aa.mirror.fetch import Fetcher
+from aa.mirror.limits import TargetLimits
+from aa.mirror.pending import Pending
+from aa.mirror.route import Forwarder
+from aa.mirror.settings import FlowSettings
+from aa.mirror.settle import Settler
+from aa.mirror.target import partition_for
+from aa.mirror.types import Malformed, Route, Skip
+from aa.observe.metrics import Metrics
+
+pytestmark = pytest.mark.unit
+
+TP0 = TopicPartition("t", 0)
+TP1 = TopicPartition("t", 1)
+
+
+@dataclass(frozen=True)
+class Rec:
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None = None
+    value: bytes | None = b"v"
+    timestamp: int = 1_700_000_000_000
+    headers: Sequence[tuple[str, bytes]] = ()
+
+
+def recs(tp: TopicPartition, first: int, n: int, **kw: Any) -> list[Rec]:
+    return [Rec(tp.topic, tp.partition, o, **kw) for o in range(first, first + n)]
+
+
+def settings(**kw: Any) -> FlowSettings:
+    return FlowSettings("A", "B", {"bootstrap_servers": "-"}, {"bootstrap_servers": "-"}, "g", **kw)
+
+
+class Router:
+    """Forwards every record with one header; ``skip``/``bad`` offsets are skipped/malformed."""
+
+    def __init__(self, skip: set[int] = frozenset(), bad: set[int] = frozenset()) -> None:  # type: ignore[assignment]
+        self.skip, self.bad = skip, bad
+
+    def target_topic(self, topic: str) -> str | None:
+        return None if topic == "unrouted" else topic
+
+    def route_batch(self, topic: str, partition: int, records: Sequence[Any]) -> list[Route]:
+        out: list[Route] = []
+        for r in records:
+            if r.offset in self.skip:
+                out.append(Skip("not-origin"))
+            elif r.offset in self.bad:
+                out.append(Malformed("aa-src unreadable"))
+            else:
+                out.append([("aa-origin", b"A")])
+        return out
+
+
+class Placement:
+    def __init__(self, parts: int = 2, same_partition: bool = True) -> None:
+        self.parts, self.same = parts, same_partition
+        self.limits: dict[str, TargetLimits] = {}
+
+    async def target_topic(self, topic: str) -> str | None:
+        return None if topic == "unrouted" else topic
+
+    async def place(self, tp: TopicPartition, target: str) -> tuple[int, bool]:
+        return self.parts, self.same
+
+
+class FakeBatch:
+    """Like aiokafka's ``BatchBuilder``: ``append`` answers ``None`` once it is full."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity, self.records = capacity, 0
+
+    def append(self, *, timestamp: int, key: Any, value: Any, headers: Any) -> object | None:
+        if self.records == self.capacity:
+            return None
+        self.records += 1
+        return object()
+
+    def record_count(self) -> int:
+        return self.records
+
+
+@dataclass
+class FakeTarget:
+    """Records what was submitted; each batch holds at most ``per_batch`` records."""
+
+    per_batch: int = 100
+    submitted: list[tuple[str, int, int]] = field(default_factory=list)
+    futures: list[asyncio.Future[Any]] = field(default_factory=list)
+    dead: list[tuple[int, str]] = field(default_factory=list)
+
+    def new_batch(self, limits: Any) -> FakeBatch:
+        return FakeBatch(self.per_batch)
+
+    async def submit(self, builder: FakeBatch, topic: str, partition: int) -> Any:
+        self.submitted.append((topic, partition, builder.record_count()))
+        fut = asyncio.get_running_loop().create_future()
+        self.futures.append(fut)
+        return fut
+
+    async def dead_letter(self, record: Any, tp: TopicPartition, reason: str, **_: Any) -> Any:
+        self.dead.append((record.offset, reason))
+        fut = asyncio.get_running_loop().create_future()
+        fut.set_result(None)
+        return fut
+
+    async def patiently(self, work: Any, what: str) -> Any:
+        return await work
+
+    def waiting(self, what: str, waited_s: float, exc: BaseException | None) -> None:
+        raise AssertionError("not waiting in these tests")
+
+
+def forwarder(target: FakeTarget, placement: Placement | None = None, **kw: Any) -> Forwarder:
+    router = Router(**{k: kw.pop(k) for k in ("skip", "bad") if k in kw})
+    return Forwarder(
+        settings(**kw),
+        router,  # type: ignore[arg-type]
+        placement or Placement(),  # type: ignore[arg-type]
+        target,  # type: ignore[arg-type]
+        None,
+        Metrics(),
+        lambda tp, o: None,
+    )
+
+
+async def test_records_are_batched_per_target_partition_in_order() -> None:
+    target = FakeTarget(per_batch=4)
+    pending = await forwarder(target).forward({TP0: recs(TP0, 0, 10), TP1: recs(TP1, 5, 3)})
+    # partition 0: 10 records in batches of 4, 4, 2; partition 1 keeps its partition
+    assert target.submitted == [("t", 0, 4), ("t", 0, 4), ("t", 0, 2), ("t", 1, 3)]
+    held = [[r.offset for r in h] for _, h, _ in pending.sends]
+    assert held == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9], [5, 6, 7]]
+    assert pending.offsets == {TP0: 10, TP1: 8}
+    assert pending.copied["t"] == 13
+
+
+async def test_a_target_with_fewer_partitions_gets_records_by_key_hash() -> None:
+    target = FakeTarget()
+    keys = [f"k{i}".encode() for i in range(20)]
+    batch = {TP1: [Rec("t", 1, i, key=k) for i, k in enumerate(keys)]}
+    pending = await forwarder(target, Placement(parts=3, same_partition=False)).forward(batch)
+    by_partition = {p: [r.key for r in held] for (_, held, _), (_, p, _) in
+                    zip(pending.sends, target.submitted, strict=True)}  # fmt: skip
+    assert by_partition == {
+        p: [k for k in keys if partition_for(k, 3) == p]
+        for p in {partition_for(k, 3) for k in keys}
+    }
+
+
+async def test_skipped_and_unrouted_records_advance_the_offsets_without_a_send() -> None:
+    target = FakeTarget()
+    unrouted = TopicPartition("unrouted", 0)
+    pending = await forwarder(target, skip={1, 2}).forward(
+        {TP0: recs(TP0, 0, 4), unrouted: recs(unrouted, 0, 7)}
+    )
+    assert [[r.offset for r in h] for _, h, _ in pending.sends] == [[0, 3]]
+    assert pending.offsets == {TP0: 4, unrouted: 7}
+
+
+async def test_malformed_record_under_fail_stops_the_batch_before_it() -> None:
+    target = FakeTarget()
+    pending = await forwarder(target, bad={3}).forward({TP0: recs(TP0, 0, 6), TP1: recs(TP1, 0, 2)})
+    assert pending.malformed is not None
+    assert pending.malformed.kind == "malformed-headers"
+    assert pending.offsets == {TP0: 3}  # up to, not past, the refused record; TP1 not routed
+    assert [[r.offset for r in h] for _, h, _ in pending.sends] == [[0, 1, 2]]
+
+
+async def test_malformed_record_under_dead_letter_goes_to_the_dead_letter_topic() -> None:
+    target = FakeTarget()
+    pending = await forwarder(target, bad={3}, on_error="dead-letter").forward(
+        {TP0: recs(TP0, 0, 6)}
+    )
+    assert pending.malformed is None
+    assert [o for o, _ in target.dead] == [3]
+    assert pending.offsets == {TP0: 6}
+
+
+class Delivery:
+    """Records every commit; ``keep`` makes non-final commits keep the offsets (like EOS)."""
+
+    def __init__(self, *, transactional: bool = False) -> None:
+        self.transactional = transactional
+        self.commits: list[tuple[dict[TopicPartition, int], bool]] = []
+
+    async def commit(self, ready: Mapping[TopicPartition, int], *, final: bool) -> bool:
+        if self.transactional and not final:
+            return False
+        self.commits.append((dict(ready), final))
+        return True
+
+    def refusal(self, exc: BaseException) -> FlowError | None:
+        return None
+
+
+def committer(delivery: Delivery) -> tuple[Committer, Settler]:
+    s = settings(commit_interval_s=3600)
+    target = FakeTarget()
+    settler = Settler(
+        s, Router(), target, None, Metrics(),  # type: ignore[arg-type]
+        transactional=delivery.transactional, refusal=delivery.refusal,
+    )  # fmt: skip
+    return Committer(s, delivery, settler, target, None), settler  # type: ignore[arg-type]
+
+
+def sent(result: Any) -> tuple[asyncio.Future[Any], list[Any], str]:
+    fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+    if isinstance(result, BaseException):
+        fut.set_exception(result)
+    else:
+        fut.set_result(result)
+    return fut, recs(TP0, 0, 1), "t"
+
+
+async def test_offsets_are_committed_only_after_their_batch_settled_in_order() -> None:
+    delivery = Delivery()
+    c, _ = committer(delivery)
+    first, second = Pending(offsets={TP0: 10}), Pending(offsets={TP0: 20, TP1: 5})
+    late: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+    first.sends.append((late, recs(TP0, 0, 1), "t"))
+    loop = asyncio.create_task(c.loop())
+    await c.queue.put(first)
+    await c.queue.put(second)
+    await asyncio.sleep(0)  # let the loop run: it waits on the first batch's future
+    assert delivery.commits == []  # nothing committed while the first batch is unsettled
+    late.set_result(None)
+    await c.queue.put(None)
+    await asyncio.wait_for(loop, 5)
+    committed = {tp: o for offsets, _ in delivery.commits for tp, o in offsets.items()}
+    assert committed == {TP0: 20, TP1: 5}
+    assert delivery.commits[-1][1] is True  # the end of the queue commits final
+
+
+async def test_a_failed_batch_stops_the_loop_and_nothing_past_it_is_committed() -> None:
+    delivery = Delivery()
+    c, _ = committer(delivery)
+    ok, bad, after = Pending(offsets={TP0: 10}), Pending(offsets={TP0: 20}), Pending({TP0: 30})
+    ok.sends.append(sent(None))
+    bad.sends.append(sent(KafkaConnectionError("target gone")))
+    after.sends.append(sent(None))
+    for p in (ok, bad, after):
+        c.queue.put_nowait(p)
+    with pytest.raises(FlowError, match="target gone"):
+        await asyncio.wait_for(c.loop(), 5)
+    committed = [o for offsets, _ in delivery.commits for o in offsets.values()]
+    assert all(o <= 10 for o in committed), committed
+    assert c.ready in ({}, {TP0: 10})  # settled, or committed already: never 20 or 30
+
+
+async def test_exactly_once_keeps_ready_offsets_until_the_final_commit_and_counts_then() -> None:
+    delivery = Delivery(transactional=True)
+    c, settler = committer(delivery)
+    p = Pending(offsets={TP0: 10})
+    p.sends.append(sent(None))
+    p.copied["t"] = 1
+    loop = asyncio.create_task(c.loop())
+    await c.queue.put(p)
+    await c.queue.join()
+    assert delivery.commits == []
+    assert c.ready == {TP0: 10}
+    assert settler.copied_total == 0  # not counted before the transaction committed
+    await c.drain()
+    assert delivery.commits == [({TP0: 10}, True)]
+    assert settler.copied_total == 1
+    await c.queue.put(None)
+    await asyncio.wait_for(loop, 5)
+
+
+class Consumer:
+    def __init__(self) -> None:
+        self.fetches = 0
+
+    async def getmany(self, **_: Any) -> dict[TopicPartition, list[Any]]:
+        self.fetches += 1
+        return {}
+
+    def assignment(self) -> set[TopicPartition]:
+        return {TP0}
+
+
+async def test_a_drain_failing_in_the_revoke_is_raised_by_the_next_fetch() -> None:
+    """aiokafka only logs what a rebalance listener raises: the fetch stage keeps it."""
+    fetcher = Fetcher(settings(), Consumer(), Metrics(), structlog.get_logger())  # type: ignore[arg-type]
+
+    async def failing_drain() -> None:
+        raise FlowError("target down", kind="target-timeout", retriable=True)
+
+    await fetcher.revoke({TP0}, failing_drain)  # returns: the listener must not raise
+    assert fetcher.generation == 1
+    with pytest.raises(FlowError, match="target down"):
+        await fetcher.next_batch()
