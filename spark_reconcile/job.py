@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import shutil
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -93,7 +94,10 @@ def run(opts: JobOptions) -> int:
         driver_memory=opts.driver_memory,
         shuffle_partitions=opts.shuffle_partitions,
     )
-    summary = reconcile(spark, plan, window, probed, opts)
+    try:
+        summary = reconcile(spark, plan, window, probed, opts)
+    finally:
+        shutil.rmtree(records_dir(opts.out), ignore_errors=True)
     if opts.repair and summary["counts"]["missing"]:
         _log().info("reconcile.stage", stage="repair", records=summary["counts"]["missing"])
         partitions = _partition_counts(all_ranges)
@@ -142,6 +146,7 @@ def reconcile(
     opts: JobOptions,
 ) -> dict[str, Any]:
     """Read, find, write Parquet; return the summary (small aggregates only)."""
+    from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
     ranges = probed.ranges
@@ -155,16 +160,18 @@ def reconcile(
     # split big partitions across the cores; small reads stay one task per partition
     split = spark.sparkContext.defaultParallelism if to_read >= SPLIT_READS_FROM else None
     raw = read_dcs(spark, datacenters, ranges, min_partitions=split)
-    # The narrow projection (value and headers only of rows the Python decoder needs) is read
-    # from Kafka once into the cache; the finished rows are checkpointed, which also cuts the
-    # long lineage every finding would otherwise analyse again.
-    prepared = raw.transform(prepare(resolvers)).persist()
-    records = (
-        prepared.transform(finish(window, opts.bucket_ms))
-        .drop("slow_value", "slow_headers")
-        .localCheckpoint(eager=True)
+    # One pass over Kafka: the narrow projection is decoded natively, kept on local disk (never
+    # in the JVM heap, which would have to grow with the data), the few rows the native decoder
+    # refused are decoded in Python, and the finished rows are written once as Parquet. Every
+    # finding then reads only the columns it needs from that file.
+    prepared = raw.transform(prepare(resolvers)).persist(StorageLevel.DISK_ONLY)
+    records_path = records_dir(opts.out)
+    prepared.transform(finish(window, opts.bucket_ms)).write.mode("overwrite").parquet(
+        str(records_path)
     )
     prepared.unpersist()
+    stored = spark.read.parquet(str(records_path))
+    records = stored.drop("ev_value", "ev_headers")
     _log().info("reconcile.stage", stage="findings")
     expected = spark.createDataFrame(
         [
@@ -183,6 +190,14 @@ def reconcile(
 
     def with_values(positions: Any) -> Any:
         return read_positions(spark, datacenters, physical, positions)
+
+    def event_values(positions: Any) -> Any:
+        # suspect keys' events: their value and headers are in the records file already
+        cols = ["dc", "topic", "partition", "offset"]
+        kept = stored.select(
+            *cols, F.col("ev_value").alias("value"), F.col("ev_headers").alias("headers")
+        )
+        return positions.join(kept, cols)
 
     out = opts.out / "findings"
     absent_path = out / "absent"
@@ -203,7 +218,7 @@ def reconcile(
         "duplicated": records.transform(findings.duplicated),
         "looped": records.transform(findings.looped),
         "malformed": records.transform(findings.malformed),
-        "divergent": records.transform(findings.divergent(topic_dcs, with_values)),
+        "divergent": records.transform(findings.divergent(topic_dcs, event_values)),
         "delay": records.transform(findings.delay_by_flow),
         "completeness": records.transform(
             findings.completeness(expected.select("origin", "ltopic", "target"))
@@ -281,6 +296,11 @@ def reconcile(
         "outputs": {name: str(out / name) for name in written},
     }
     return summary
+
+
+def records_dir(out: Path) -> Path:
+    """The run's normalised records (Parquet, removed when the run ends)."""
+    return out / "work" / "records"
 
 
 def _recheck(

@@ -35,27 +35,19 @@ NORMALISED_EXTRA = (
     "bucket",
 )
 
+RAW_KEPT = ("dc", "topic", "ltopic", "partition", "offset", "ts")
+"""Raw columns every finding reads (``key``, ``value`` and ``headers`` are not kept)."""
+
 NARROW_COLUMNS = (
-    "dc",
-    "topic",
-    "ltopic",
-    "partition",
-    "offset",
-    "ts",
-    "has_prov",
-    "origin",
-    "path",
-    "src",
-    "mirrored_at",
-    "prov_error",
-    "resolver",
-    "event_id",
-    "event_key",
-    "event_error",
+    *RAW_KEPT,
+    *(c for c in NORMALISED_EXTRA if c not in ("rid", "in_window", "bucket")),
     "needs_slow",
     "vhash",
     "key_hash",
 )
+"""What :func:`prepare` keeps: the raw columns findings read, the normalised columns known
+before :func:`finish` (``rid``, ``in_window`` and ``bucket`` are added there) and the hashes;
+derived from :data:`NORMALISED_EXTRA` so a new normalised column is never dropped by hand."""
 
 
 # Headers are read with ``headers.key`` / ``headers.value`` (whole-array projections) and
@@ -238,8 +230,10 @@ def with_events(resolvers: Mapping[str, str]) -> Callable[[Any], Any]:
 
 
 def narrow(df: Any) -> Any:
-    """The columns every finding needs, and the value and headers only of the few rows the
-    native decoder sent to :func:`decode_slow` (what the job caches)."""
+    """The columns every finding needs, and ``ev_value`` / ``ev_headers``: the value and
+    headers of event-topic rows only (the Python decoder reads them for the rows the native
+    decoder refused; the divergence fold reads them for suspect keys). Findings select their
+    columns, so a columnar copy of these rows costs them nothing."""
     from pyspark.sql import functions as F
 
     keep = [c for c in NARROW_COLUMNS if c in df.columns and c not in ("path", "src")]
@@ -252,8 +246,8 @@ def narrow(df: Any) -> Any:
         F.when(
             F.col("has_prov") & (F.col("resolver").isNull() | F.col("needs_slow")), F.col("src")
         ).alias("src"),
-        F.when(F.col("needs_slow"), F.col("value")).alias("slow_value"),
-        F.when(F.col("needs_slow"), F.col("headers")).alias("slow_headers"),
+        F.when(F.col("resolver").isNotNull(), F.col("value")).alias("ev_value"),
+        F.when(F.col("resolver").isNotNull(), F.col("headers")).alias("ev_headers"),
     )
 
 
@@ -326,7 +320,7 @@ def finish(window: Window, bucket_ms: int) -> Callable[[Any], Any]:
     def transform(df: Any) -> Any:
         return (
             df.transform(widen)
-            .transform(decode_slow("slow_value", "slow_headers"))
+            .transform(decode_slow("ev_value", "ev_headers"))
             .transform(with_identity(window, bucket_ms))
         )
 
