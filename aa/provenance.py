@@ -36,8 +36,13 @@ ORIGIN = "aa-origin"
 PATH = "aa-path"
 SRC = "aa-src"
 MIRRORED_AT = "aa-ts"
+BATCH = "aa-batch"
+"""On the first record of each record batch the mirror producer writes into DC B:
+``B/<producer id>`` (:func:`batch_mark`). It says "every record of this batch is a mirror's
+copy" to the flows that read B (:mod:`aa.mirror.batches`); ignored by :func:`read`, stripped
+when forwarded."""
 PROVENANCE_HEADERS = frozenset({ORIGIN, PATH, SRC})
-MIRROR_HEADERS = PROVENANCE_HEADERS | {MIRRORED_AT}
+MIRROR_HEADERS = PROVENANCE_HEADERS | {MIRRORED_AT, BATCH}
 """Every header the mirror owns: stripped from the application's headers and set anew."""
 PREFIX = "aa-"
 
@@ -236,6 +241,22 @@ def with_provenance(
 def has_mirror_headers(headers: Iterable[tuple[str, bytes | None]] | None) -> bool:
     """True when any ``aa-*`` header is present; False is the hot path's common case."""
     return any(k.startswith(PREFIX) for k, _ in headers or ())
+
+
+def batch_mark(dc: str, producer_id: int) -> tuple[str, bytes]:
+    """The ``aa-batch`` header for the first record of a batch the mirror writes into ``dc``."""
+    return (BATCH, f"{dc}/{producer_id}".encode())
+
+
+def batch_marked_by(value: bytes | None, dc: str, producer_id: int | None) -> bool:
+    """Whether an ``aa-batch`` value read in ``dc`` names the batch's own producer there.
+
+    The broker gives each producer of a cluster its own id, so a mark copied by an application
+    (re-producing a record with its headers) never matches the id of the batch that holds it.
+    """
+    if value is None or producer_id is None or producer_id < 0:
+        return False
+    return value == f"{dc}/{producer_id}".encode()
 
 
 class LocalStamp:

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
 
+from aa.mirror.batches import BatchSkipper
 from aa.mirror.pending import Batch
 from aa.mirror.settings import FlowSettings
 from aa.observe.metrics import Metrics
@@ -27,9 +28,16 @@ class Fetcher:
     """Fetches from the source; remembers how far each partition was queued."""
 
     def __init__(
-        self, settings: FlowSettings, consumer: AIOKafkaConsumer, metrics: Metrics, log: Any
+        self,
+        settings: FlowSettings,
+        consumer: AIOKafkaConsumer,
+        metrics: Metrics,
+        log: Any,
+        skipper: BatchSkipper | None = None,
     ) -> None:
         self.settings = settings
+        self.skipper = skipper
+        """The consumer's batch skipper (:mod:`aa.mirror.batches`), whose counts go to metrics."""
         self.consumer = consumer
         self.metrics = metrics
         self.log = log
@@ -50,6 +58,11 @@ class Fetcher:
         batch = await self.consumer.getmany(
             timeout_ms=200, max_records=self.settings.max_poll_records
         )
+        if self.skipper is not None:
+            for tp, n in self.skipper.take().items():  # mirror-written batches, unread
+                self.metrics.skipped.labels(
+                    **self._labels, topic=tp.topic, reason="mirror-batch"
+                ).inc(n)
         self.raise_revoke_error()
         return generation, batch
 

@@ -21,6 +21,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
 from aa.admin import ClusterAdmin
 from aa.logs import get_logger
+from aa.mirror import batches
 from aa.mirror.commit import Committer
 from aa.mirror.delivery import AtLeastOnce, Delivery, FlowClients
 from aa.mirror.eos import ExactlyOnce
@@ -81,6 +82,7 @@ class MirrorFlow:
         self.syncs: OffsetSyncWriter | None = None
         self.target_admin: ClusterAdmin | None = None
         self._producer: AIOKafkaProducer | None = None
+        self._skipper: batches.BatchSkipper | None = None
         self._consumer: AIOKafkaConsumer | None = None
         self._placement: Placement | None = None
         self._settler: Settler | None = None
@@ -130,8 +132,13 @@ class MirrorFlow:
                 await ensure_internal_topic(target_admin, s.sync_topic)
                 self.syncs = OffsetSyncWriter(producer, s.sync_topic)
             group = self.delivery.group_id()
+            self._skipper = None
+            if not getattr(self.router, "forwards_mirrored", lambda: True)():
+                batches.install()
+                self._skipper = batches.BatchSkipper(s.source)
             consumer = self._consumer = AIOKafkaConsumer(
                 **s.source_client,
+                key_deserializer=self._skipper,  # skips mirror-written batches: see batches
                 group_id=group,
                 enable_auto_commit=False,
                 auto_offset_reset="earliest",
@@ -182,7 +189,7 @@ class MirrorFlow:
         self._placement = Placement(
             s, self.router, topics, target_admin, producer, consumer, self.log
         )
-        self._fetcher = Fetcher(s, consumer, self.metrics, self.log)
+        self._fetcher = Fetcher(s, consumer, self.metrics, self.log, self._skipper)
         self._forwarder = Forwarder(
             s, self.router, self._placement, target, self.syncs, self.metrics,
             self._fetcher.set_lag,

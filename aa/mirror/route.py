@@ -66,7 +66,7 @@ class Forwarder:
             if not same_partition and self.syncs is not None:
                 await self.syncs.repartitioned(tp, target, records)  # translation refuses
             limits = self.placement.limits.get(target)
-            new_batch = self.target.new_batch
+            new_batch, mark = self.target.new_batch, self.target.mark
             open_batches: dict[int, tuple[Any, list[Any]]] = {}
             nbytes = forwarded = 0
             routes = self.router.route_batch(tp.topic, tp.partition, records)
@@ -81,14 +81,18 @@ class Forwarder:
                         continue
                     p = tp.partition if same_partition else partition_for(r.key, parts)
                     slot = open_batches.get(p)
+                    route.extend(stamp)  # the router's list is this record's own
                     if slot is None:
                         slot = open_batches[p] = (new_batch(limits), [])
-                    headers = route + stamp
+                        headers = route + mark  # a batch's first record: see batches
+                    else:
+                        headers = route
                     ts, key, value = r.timestamp, r.key, r.value
                     if slot[0].append(timestamp=ts, key=key, value=value, headers=headers) is None:
                         await self._submit(slot, target, p, pending)
                         slot = open_batches[p] = (new_batch(limits), [])
                         # an empty batch takes any record; the size was checked above
+                        headers = route + mark
                         slot[0].append(timestamp=ts, key=key, value=value, headers=headers)
                     slot[1].append(r)
                     nbytes += len(value or b"") + len(key or b"")

@@ -19,7 +19,7 @@ from aa.mirror.limits import TargetLimits, record_size
 from aa.mirror.refusals import DEAD_LETTER_REASON
 from aa.mirror.settings import FlowSettings
 from aa.observe.metrics import Metrics
-from aa.provenance import SRC
+from aa.provenance import SRC, batch_mark
 
 DELIVERY_TIMEOUT_S = 120.0
 """How long a flow waits for a target that takes or acknowledges nothing (a broker restarting,
@@ -60,6 +60,14 @@ def track(producer: AIOKafkaProducer, topic: str) -> None:
     producer.client.add_topic(topic)
 
 
+def _batch_mark(producer: AIOKafkaProducer, target: str) -> list[tuple[str, bytes]]:
+    """The mark as a header list; empty if the producer has no id (a mirror producer is
+    idempotent, so once started it has one)."""
+    manager = getattr(producer, "_txn_manager", None)
+    pid = getattr(manager, "producer_id", None)
+    return [batch_mark(target, pid)] if isinstance(pid, int) and pid >= 0 else []
+
+
 def abandon(producer: AIOKafkaProducer, exc: BaseException) -> None:
     """Fail every batch not acknowledged yet, so stopping does not wait for a target that is
     down, and nothing queued behind a failed batch is sent after it (its records are copied
@@ -95,6 +103,8 @@ class Target:
         self._labels = {"source": settings.source, "target": settings.target}
         self._tracked: set[str] = set()
         """Target topics the producer's metadata must keep (see :func:`track`)."""
+        self.mark = _batch_mark(producer, settings.target)
+        """``aa-batch`` for the first record of each batch (:mod:`aa.mirror.batches`)."""
 
     def new_batch(self, limits: TargetLimits | None) -> Any:
         """A batch builder no larger than the target topic takes (its max.message.bytes)."""

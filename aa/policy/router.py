@@ -119,6 +119,22 @@ class FlowRouter:
         """The cached topic decision, with the reason when the topic is not copied."""
         return self.topics.decide(source_topic)
 
+    def forwards_mirrored(self) -> bool:
+        """Whether this flow ever forwards a record a mirror wrote into its source DC.
+
+        False in headers mode when no other DC's route tree uses this flow (a full mesh: each
+        flow forwards only its source's own records); the flow may then skip batches the
+        mirror wrote without reading their records (:mod:`aa.mirror.batches`). Prefix mode
+        decides by topic, so it answers True (no batch skipping there).
+        """
+        if not self._headers_mode:
+            return True
+        return any(
+            self.routes.forwards(origin, self.source, self.target)
+            for origin in self._dcs
+            if origin != self.source
+        )
+
     # -- records ----------------------------------------------------------------------------
 
     def route(self, topic: str, partition: int, offset: int, headers: Headers) -> Route:

@@ -1,0 +1,162 @@
+"""Skip whole record batches that a mirror wrote, reading one record of each (headers mode).
+
+In a full mesh each flow A→B forwards only the records applications wrote in A; the copies the
+other flows wrote into A (two thirds of A's topic in a 3-DC mesh) are skipped. Decoding them
+one by one into ``ConsumerRecord``s is most of a flow's CPU, so the mirror marks its batches
+instead: the first record of each batch it writes into DC A carries ``aa-batch: A/<producer
+id>`` (:func:`aa.provenance.batch_mark`). A flow reading A that never forwards mirrored records
+(:meth:`aa.policy.router.FlowRouter.forwards_mirrored`) decodes that first record, and when the
+mark names A and the producer id the batch itself carries, skips the batch: its records never
+reach the flow, the consumer's position moves past them and the flow commits that position like
+any other (``MirrorFlow._moved_positions``). A mark copied by an application that re-produces a
+record is never believed: that batch has the application's producer id.
+
+aiokafka has no hook for this: its fetcher builds a ``PartitionRecords`` per fetched partition
+from the module-level name. :func:`install` replaces that name once, with a subclass that acts
+only for consumers whose ``key_deserializer`` is a :class:`BatchSkipper` (and then deserializes
+no key); every other consumer in the process is untouched. If a later aiokafka changes these
+names, :func:`install` raises and the flow refuses to start rather than decode differently.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+from aiokafka.consumer import fetcher as _fetcher
+from aiokafka.structs import TopicPartition
+
+from aa.provenance import BATCH, batch_marked_by
+
+
+class BatchSkipper:
+    """The per-consumer switch and tally: pass it as the consumer's ``key_deserializer``."""
+
+    def __init__(self, source_dc: str) -> None:
+        self.source_dc = source_dc
+        self.skipped: Counter[TopicPartition] = Counter()
+        """Offsets skipped per partition since the last :meth:`take` (mirror-written batches)."""
+
+    def __call__(self, key: bytes | None) -> bytes | None:  # never called: see _Records
+        return key
+
+    def take(self) -> Counter[TopicPartition]:
+        out, self.skipped = self.skipped, Counter()
+        return out
+
+    def skips(self, first_headers: Any, producer_id: int | None) -> bool:
+        for key, value in first_headers:
+            if key == BATCH:
+                return batch_marked_by(value, self.source_dc, producer_id)
+        return False
+
+
+class _Skipped:
+    """What aiokafka sees in place of a skipped batch: an empty control batch, which it steps
+    over (``next_fetch_offset`` moves to its end) whatever the isolation level."""
+
+    __slots__ = ("base_offset", "next_offset")
+    producer_id = None
+    is_control_batch = True
+    is_transactional = False
+
+    def __init__(self, base_offset: int, next_offset: int) -> None:
+        self.base_offset, self.next_offset = base_offset, next_offset
+
+    def validate_crc(self) -> bool:
+        return True  # the real batch's CRC was checked before it was read
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(())
+
+
+class _Peeked:
+    """A batch whose first record was already decoded: that record, then the rest."""
+
+    __slots__ = ("_batch", "_records")
+
+    def __init__(self, batch: Any, first: Any, rest: Iterator[Any]) -> None:
+        self._batch = batch
+        # aiokafka's C batch must not be iter()-ed twice (chain would): read it by next().
+        self._records = itertools.chain((first,), iter(functools.partial(next, rest, None), None))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._batch, name)
+
+    def validate_crc(self) -> bool:
+        return True  # checked before the first record was read (checking again restarts it)
+
+    def __iter__(self) -> Iterator[Any]:
+        return self._records
+
+    def __next__(self) -> Any:
+        return next(self._records)
+
+
+class _Records:
+    """``MemoryRecords`` as aiokafka reads it, with mirror-written batches replaced."""
+
+    def __init__(
+        self, records: Any, tp: TopicPartition, skipper: BatchSkipper, check_crcs: bool, at: int
+    ) -> None:
+        self._records, self._tp, self._skipper, self._check_crcs = records, tp, skipper, check_crcs
+        self._at = at  # the fetch offset: records before it are not this fetch's
+
+    def has_next(self) -> bool:
+        return bool(self._records.has_next())
+
+    def next_batch(self) -> Any:
+        batch = self._records.next_batch()
+        if batch is None or batch.is_control_batch or getattr(batch, "magic", 2) < 2:
+            return batch
+        if self._check_crcs and not batch.validate_crc():
+            return batch  # aiokafka raises CorruptRecordException for it
+        records = iter(batch)  # aiokafka's C batch decodes from its __iter__ on
+        first = next(records, None)
+        if first is None:
+            return batch
+        if self._skipper.skips(first.headers, batch.producer_id):
+            self._skipper.skipped[self._tp] += batch.next_offset - max(self._at, first.offset)
+            self._at = batch.next_offset
+            return _Skipped(batch.base_offset, batch.next_offset)
+        return _Peeked(batch, first, records)
+
+
+_Base: Any = _fetcher.PartitionRecords
+
+
+class _PartitionRecords(_Base):  # type: ignore[misc]  # aiokafka's class is untyped
+    def __init__(
+        self,
+        tp: TopicPartition,
+        records: Any,
+        aborted_transactions: Any,
+        fetch_offset: int,
+        key_deserializer: Any,
+        value_deserializer: Any,
+        check_crcs: bool,
+        isolation_level: Any,
+    ) -> None:
+        if isinstance(key_deserializer, BatchSkipper):
+            records = _Records(records, tp, key_deserializer, check_crcs, fetch_offset)
+            key_deserializer = None
+        super().__init__(
+            tp, records, aborted_transactions, fetch_offset, key_deserializer,
+            value_deserializer, check_crcs, isolation_level,
+        )  # fmt: skip
+
+
+def install() -> None:
+    """Let :class:`BatchSkipper` consumers skip batches (idempotent; see the module doc)."""
+    current = getattr(_fetcher, "PartitionRecords", None)
+    if current is _PartitionRecords:
+        return
+    if current is not _Base or not hasattr(_Base, "_unpack_records"):
+        raise RuntimeError(
+            "this aiokafka has no consumer.fetcher.PartitionRecords as aa knows it: aa cannot "
+            "skip mirror-written batches; install the aiokafka version pyproject.toml pins"
+        )
+    _fetcher.PartitionRecords = _PartitionRecords
