@@ -55,5 +55,6 @@ class Router(Protocol):
 
     def route_batch(self, source_topic: str, partition: int, records: Sequence[Any]) -> list[Route]:
         """:meth:`route` for each record (anything with ``offset`` and ``headers``), in order;
-        the flow calls this once per fetched partition batch."""
+        the flow calls this once per fetched partition batch. Each forward route is a new list
+        the flow owns (it appends ``aa-ts`` to it in place)."""
         ...

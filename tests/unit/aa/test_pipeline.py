@@ -89,10 +89,12 @@ class FakeBatch:
 
     def __init__(self, capacity: int) -> None:
         self.capacity, self.records = capacity, 0
+        self.headers: list[Any] = []
 
     def append(self, *, timestamp: int, key: Any, value: Any, headers: Any) -> object | None:
         if self.records == self.capacity:
             return None
+        self.headers.append(headers)
         self.records += 1
         return object()
 
@@ -108,12 +110,15 @@ class FakeTarget:
     submitted: list[tuple[str, int, int]] = field(default_factory=list)
     futures: list[asyncio.Future[Any]] = field(default_factory=list)
     dead: list[tuple[int, str]] = field(default_factory=list)
+    mark: list[tuple[str, bytes]] = field(default_factory=lambda: [("aa-batch", b"B/9")])
+    built: list[FakeBatch] = field(default_factory=list)
 
     def new_batch(self, limits: Any) -> FakeBatch:
         return FakeBatch(self.per_batch)
 
     async def submit(self, builder: FakeBatch, topic: str, partition: int) -> Any:
         self.submitted.append((topic, partition, builder.record_count()))
+        self.built.append(builder)
         fut = asyncio.get_running_loop().create_future()
         self.futures.append(fut)
         return fut
@@ -153,6 +158,15 @@ async def test_records_are_batched_per_target_partition_in_order() -> None:
     assert held == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9], [5, 6, 7]]
     assert pending.offsets == {TP0: 10, TP1: 8}
     assert pending.copied["t"] == 13
+
+
+async def test_only_the_first_record_of_each_batch_carries_the_batch_mark() -> None:
+    target = FakeTarget(per_batch=4)
+    await forwarder(target).forward({TP0: recs(TP0, 0, 10), TP1: recs(TP1, 5, 3)})
+    for built in target.built:
+        marks = [("aa-batch", b"B/9") in h for h in built.headers]
+        assert marks == [True] + [False] * (len(marks) - 1)
+        assert all(h[:2] == [("aa-origin", b"A"), ("aa-ts", h[1][1])] for h in built.headers)
 
 
 async def test_a_target_with_fewer_partitions_gets_records_by_key_hash() -> None:
