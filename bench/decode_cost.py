@@ -1,0 +1,116 @@
+"""``python -m bench.decode_cost [--marks] [--profile]``: the hot path of one headers-mode flow
+in a 3-DC full mesh, offline (no broker): decode a fetched partition, route it, append the
+forwarded records to a batch. Prints microseconds per record read.
+
+The partition holds 300 record batches of 50 records of 512 B, in turn written by an
+application in SF, by the NYC->SF mirror and by the LON->SF mirror, so the flow SF->NYC forwards
+a third of what it reads. ``--marks`` gives the mirrors' batches their ``aa-batch`` mark and the
+flow its batch skipper (:mod:`aa.mirror.batches`), as ``aa run`` does; ``--profile`` adds a
+cProfile table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import pstats
+import struct
+import time
+from collections.abc import Callable
+from typing import Any
+
+from aiokafka.consumer import fetcher
+from aiokafka.producer.message_accumulator import BatchBuilder
+from aiokafka.record.default_records import DefaultRecordBatchBuilder
+from aiokafka.record.memory_records import MemoryRecords
+from aiokafka.structs import TopicPartition
+
+from aa.config import read_yaml
+from aa.mirror import batches
+from aa.policy import FlowRouter
+from aa.provenance import MIRRORED_AT, LocalStamp, batch_mark
+
+TOPOLOGY = """
+datacenters:
+  SF: {bootstrap: "127.0.0.1:1"}
+  NYC: {bootstrap: "127.0.0.1:2"}
+  LON: {bootstrap: "127.0.0.1:3"}
+flows: full-mesh
+topics: ["t"]
+"""
+TP = TopicPartition("t", 0)
+APP_PID, MIRROR_PID = 7, 99
+
+
+def partition_blob(batches_n: int, per_batch: int, marks: bool) -> bytes:
+    stamps = {dc: LocalStamp(dc, "SF", "t", 0) for dc in ("NYC", "LON")}
+    out, offset = bytearray(), 0
+    for b in range(batches_n):
+        writer = ("SF", "NYC", "LON")[b % 3]
+        pid = APP_PID if writer == "SF" else MIRROR_PID
+        builder = DefaultRecordBatchBuilder(
+            magic=2, compression_type=0, is_transactional=0, producer_id=pid, producer_epoch=0,
+            base_sequence=offset, batch_size=1 << 30,
+        )  # fmt: skip
+        for i in range(per_batch):
+            headers: list[tuple[str, bytes]] = []
+            if writer != "SF":
+                headers = [*stamps[writer].headers(offset + i, []), (MIRRORED_AT, b"1")]
+                if marks and i == 0:
+                    headers.append(batch_mark("SF", MIRROR_PID))
+            builder.append(i, timestamp=1_700_000_000_000, key=None, value=b"v" * 512,
+                           headers=headers)  # fmt: skip
+        raw = builder.build()
+        raw[0:8] = struct.pack(">q", offset)  # the base offset, as a broker sets it
+        out += raw
+        offset += per_batch
+    return bytes(out)
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(prog="python -m bench.decode_cost", description=__doc__)
+    p.add_argument("--marks", action="store_true", help="mirror batches marked, flow skips them")
+    p.add_argument("--profile", action="store_true")
+    p.add_argument("--repeat", type=int, default=20)
+    args = p.parse_args(argv)
+    topology = read_yaml(TOPOLOGY)
+    flow = next(f for f in topology.flows if (f.source, f.target) == ("SF", "NYC"))
+    router = FlowRouter(topology, flow)
+    blob = partition_blob(300, 50, args.marks)
+    reads = 300 * 50
+    batches.install()
+
+    def decode() -> list[Any]:
+        skipper = batches.BatchSkipper("SF") if args.marks else None
+        records = fetcher.PartitionRecords(TP, MemoryRecords(blob), [], 0, skipper, None, True, 0)
+        return list(records)
+
+    def copy() -> int:
+        records = decode()
+        stamp = [(MIRRORED_AT, b"1700000000001")]
+        out = BatchBuilder(1 << 30, 0)
+        n = 0
+        for r, route in zip(records, router.route_batch("t", 0, records), strict=True):
+            if type(route) is list:
+                route.extend(stamp)
+                out.append(timestamp=r.timestamp, key=r.key, value=r.value, headers=route)
+                n += 1
+        return n
+
+    def per_read(fn: Callable[[], object]) -> float:
+        start = time.perf_counter()
+        for _ in range(args.repeat):
+            fn()
+        return float((time.perf_counter() - start) / args.repeat / reads * 1e6)
+
+    print(f"forwarded {copy()} of {reads} records read ({'marked' if args.marks else 'unmarked'})")
+    print(f"decode: {per_read(decode):.2f} us per record read")
+    print(f"decode + route + append: {per_read(copy):.2f} us per record read")
+    if args.profile:
+        prof = cProfile.Profile()
+        prof.runcall(lambda: [copy() for _ in range(5)])
+        pstats.Stats(prof).sort_stats("tottime").print_stats(12)
+
+
+if __name__ == "__main__":
+    main()
