@@ -248,12 +248,17 @@ def _probe(ctx: Ctx, runner: str, bootstrap: str, topic: str, count: int) -> tup
             "--timeout", str(ctx.params.duration_s + 120), "--ready", str(ready),
             "--out", str(result), "--skip-s", str(ctx.params.latency_warmup_s)]  # fmt: skip
     running = ctx.procs.start(Spec(f"latency {topic}", python_cmd("bench.latency", args), base))
+    return _when_ready(running, ready, "the latency probe"), result
+
+
+def _when_ready(running: Running, ready: Path, what: str) -> Running:
+    """``running`` once it has touched ``ready`` (a helper process that reports readiness)."""
     deadline = time.monotonic() + 60
     while not ready.exists():
         if running.proc.poll() is not None or time.monotonic() > deadline:
-            raise RuntimeError(f"the latency probe did not get ready:\n{running.output()[-2000:]}")
+            raise RuntimeError(f"{what} did not get ready:\n{running.output()[-2000:]}")
         time.sleep(0.1)
-    return running, result
+    return running
 
 
 def w2(ctx: Ctx) -> dict[str, Any]:
@@ -387,12 +392,7 @@ def _wan_proxy(ctx: Ctx, dc: str) -> Running:
     route = f"{ports.proxy.rpartition(':')[2]}={ports.listener}"
     args = ["--route", route, "--delay-ms", str(ctx.params.wan_delay_ms), "--ready", str(ready)]
     running = ctx.procs.start(Spec(f"wan proxy {dc}", python_cmd("bench.wan", args), base))
-    deadline = time.monotonic() + 60
-    while not ready.exists():
-        if running.proc.poll() is not None or time.monotonic() > deadline:
-            raise RuntimeError(f"the WAN proxy did not start:\n{running.output()[-2000:]}")
-        time.sleep(0.1)
-    return running
+    return _when_ready(running, ready, "the WAN proxy")
 
 
 def w4(ctx: Ctx) -> dict[str, Any]:
