@@ -116,8 +116,8 @@ class _Records:
             return batch  # aiokafka raises CorruptRecordException for it
         records = iter(batch)  # aiokafka's C batch decodes from its __iter__ on
         first = next(records, None)
-        if first is None:
-            return batch
+        if first is None:  # emptied by compaction: nothing to read (nor to iterate again)
+            return _Skipped(batch.base_offset, batch.next_offset)
         if self._skipper.skips(first.headers, batch.producer_id):
             self._skipper.skipped[self._tp] += batch.next_offset - max(self._at, first.offset)
             self._at = batch.next_offset

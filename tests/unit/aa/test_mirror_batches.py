@@ -109,3 +109,11 @@ def test_batch_mark_names_the_dc_and_the_batch_producer(
 ) -> None:
     assert batch_marked_by(value, dc, pid) is believed
     assert batch_mark("SF", 41) == (BATCH, b"SF/41")
+
+
+def test_a_batch_emptied_by_compaction_is_stepped_over() -> None:
+    empty = _batch(2, APP_PID, [], [])  # compaction can leave a batch with no records
+    blob = _batch(0, APP_PID, [b"a0", b"a1"], []) + empty + _batch(3, APP_PID, [b"a3"], [])
+    skipper = batches.BatchSkipper("SF")
+    assert [r.value for r in _read(blob, skipper)] == [b"a0", b"a1", b"a3"]
+    assert skipper.take() == {}
