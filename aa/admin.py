@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from types import TracebackType
 from typing import Any
 
 from aiokafka.admin import AIOKafkaAdminClient, NewPartitions, NewTopic
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 
 from aa.errors import AaError
+from aa.lifecycle import AsyncResource
 
 TOPIC_ALREADY_EXISTS = 36
 UNKNOWN_TOPIC_OR_PARTITION = 3
@@ -33,32 +33,18 @@ class TopicInfo:
     internal: bool
 
 
-class ClusterAdmin:
+class ClusterAdmin(AsyncResource):
     """One admin connection to one DC's cluster. Use as ``async with ClusterAdmin(...)``."""
 
     def __init__(self, dc: str, **client_kwargs: Any) -> None:
         self.dc = dc
         self._client = AIOKafkaAdminClient(**client_kwargs)
-        self._started = False
 
-    async def start(self) -> None:
-        if not self._started:
-            await self._client.start()
-            self._started = True
+    async def _open(self) -> None:
+        await self._client.start()
 
-    async def close(self) -> None:
-        if self._started:
-            self._started = False
-            await self._client.close()
-
-    async def __aenter__(self) -> ClusterAdmin:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.close()
+    async def _close(self) -> None:
+        await self._client.close()
 
     async def topics(self) -> dict[str, TopicInfo]:
         """Every topic with its partition count (internal topics flagged)."""

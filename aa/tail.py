@@ -11,15 +11,15 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Mapping
-from types import TracebackType
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from aa.errors import AaError
+from aa.lifecycle import AsyncResource
 
 
-class TopicReader:
+class TopicReader(AsyncResource):
     """Tails every partition of one topic without a consumer group (from the beginning, or
     from the newest ``last`` records of each partition)."""
 
@@ -40,29 +40,15 @@ class TopicReader:
             isolation_level=isolation_level,
         )
         self._assigned: set[TopicPartition] = set()
-        self._started = False
 
-    async def start(self) -> None:
-        if not self._started:
-            await self._consumer.start()
-            # aiokafka's no-group coordinator starts a task that must run once before stop()
-            # (stopping it unstarted raises CancelledError).
-            await asyncio.sleep(0)
-            self._started = True
+    async def _open(self) -> None:
+        await self._consumer.start()
+        # aiokafka's no-group coordinator starts a task that must run once before stop()
+        # (stopping it unstarted raises CancelledError).
+        await asyncio.sleep(0)
 
-    async def close(self) -> None:
-        if self._started:
-            self._started = False
-            await self._consumer.stop()
-
-    async def __aenter__(self) -> TopicReader:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.close()
+    async def _close(self) -> None:
+        await self._consumer.stop()
 
     async def _assign(self) -> None:
         await self._consumer._client.force_metadata_update()

@@ -119,29 +119,32 @@ class Supervisor:
                 loop.add_signal_handler(sig, self.stop)
             loop.add_signal_handler(signal.SIGUSR1, dump_tasks, "SIGUSR1")
         try:
-            tasks = [asyncio.create_task(self._keep(s, r), name=s.name) for s, r in self._flows]
-            for i, extra in enumerate(self.extra_tasks):
-                name = str(getattr(extra, "name", None) or f"task-{i}")
-                self.task_states[name] = FlowState(name)
-                tasks.append(asyncio.create_task(self._keep_task(name, extra), name=name))
-            await self.stopping.wait()
-            log.info("shutdown_started", timeout_s=self._shutdown_timeout)
-            _, late = (
-                await asyncio.wait(tasks, timeout=self._shutdown_timeout) if tasks else ((), ())
-            )
-            if late:
-                dump_tasks("shutdown_timeout")  # every task: the stuck one may wait on another
-            for t in late:
-                log.warning("shutdown_timeout", task=t.get_name())
-                t.cancel()
-            for t in late:
-                with contextlib.suppress(asyncio.CancelledError):
-                    await t
+            # A keeper never raises (it restarts or parks its flow); if one does, the group
+            # cancels the others and the error propagates: nothing dies silently.
+            async with asyncio.TaskGroup() as tg:
+                tasks = [tg.create_task(self._keep(s, r), name=s.name) for s, r in self._flows]
+                for i, extra in enumerate(self.extra_tasks):
+                    name = str(getattr(extra, "name", None) or f"task-{i}")
+                    self.task_states[name] = FlowState(name)
+                    tasks.append(tg.create_task(self._keep_task(name, extra), name=name))
+                await self.stopping.wait()
+                log.info("shutdown_started", timeout_s=self._shutdown_timeout)
+                await self._shut_down(tasks)
         finally:
             if install_signals:
                 for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1):
                     loop.remove_signal_handler(sig)
         log.info("shutdown_complete")
+
+    async def _shut_down(self, tasks: list[asyncio.Task[None]]) -> None:
+        """Wait up to the shutdown timeout for every task; dump and cancel the late ones (the
+        task group then awaits them)."""
+        _, late = await asyncio.wait(tasks, timeout=self._shutdown_timeout) if tasks else ((), ())
+        if late:
+            dump_tasks("shutdown_timeout")  # every task: the stuck one may wait on another
+        for t in late:
+            log.warning("shutdown_timeout", task=t.get_name())
+            t.cancel()
 
     async def _keep(self, settings: FlowSettings, router: Router) -> None:
         """Run one flow until stopped; restart it with backoff when it fails."""

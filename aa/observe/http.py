@@ -13,13 +13,14 @@ from typing import Any
 import orjson
 
 from aa.config.model import MetricsEndpoint
+from aa.lifecycle import AsyncResource
 from aa.observe.metrics import Metrics
 
 Health = Callable[[], tuple[bool, dict[str, Any]]]
 _DEFAULT = MetricsEndpoint()  # the config's defaults (metrics.host, metrics.port)
 
 
-class MetricsServer:
+class MetricsServer(AsyncResource):
     def __init__(
         self, metrics: Metrics, health: Health, host: str = _DEFAULT.host, port: int = _DEFAULT.port
     ) -> None:
@@ -29,13 +30,12 @@ class MetricsServer:
         self.port = port
         self._server: asyncio.Server | None = None
 
-    async def start(self) -> None:
-        if self._server is None:
-            self._server = await asyncio.start_server(self._handle, self.host, self.port)
-            sock = self._server.sockets[0]
-            self.port = int(sock.getsockname()[1])
+    async def _open(self) -> None:
+        self._server = await asyncio.start_server(self._handle, self.host, self.port)
+        sock = self._server.sockets[0]
+        self.port = int(sock.getsockname()[1])
 
-    async def close(self) -> None:
+    async def _close(self) -> None:
         if self._server is not None:
             self._server.close()
             await self._server.wait_closed()
