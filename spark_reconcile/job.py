@@ -97,7 +97,7 @@ def run(opts: JobOptions) -> int:
     try:
         summary = reconcile(spark, plan, window, probed, opts)
     finally:
-        shutil.rmtree(records_dir(opts.out), ignore_errors=True)
+        shutil.rmtree(records_dir(opts.out).parent, ignore_errors=True)
     if opts.repair and summary["counts"]["missing"]:
         _log().info("reconcile.stage", stage="repair", records=summary["counts"]["missing"])
         partitions = _partition_counts(all_ranges)
@@ -299,8 +299,9 @@ def reconcile(
 
 
 def records_dir(out: Path) -> Path:
-    """The run's normalised records (Parquet, removed when the run ends)."""
-    return out / "work" / "records"
+    """The run's normalised records (Parquet; its ``_aa_reconcile_work`` folder is removed
+    when the run ends)."""
+    return out / "_aa_reconcile_work" / "records"
 
 
 def _recheck(

@@ -18,6 +18,7 @@ import orjson
 import pytest
 
 from aa.cli.main import main as aa_main
+from spark_reconcile.job import records_dir
 from tests.conftest import DcCluster
 from tests.helpers.kafka import Rec, consume_all, create_topic, produce
 from tests.helpers.reconcile import Row, copy_of, mesh
@@ -180,3 +181,5 @@ def test_empty_window_is_clean_and_records_state(
     state = orjson.loads((out / "state.json").read_bytes())
     assert state["until_ms"] == t0 + 7_200_000
     assert state["offsets"]["SF"][topic] == {"0": 6}
+    # the run's working copy of the records (Parquet) does not outlive the run
+    assert not records_dir(out).parent.exists()
