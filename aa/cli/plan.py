@@ -8,10 +8,10 @@ import asyncio
 from typing import Any
 
 from aa.admin import ClusterAdmin
-from aa.cli.reach import CONNECT_TIMEOUT_S, ClusterUnreachableError
+from aa.cli.reach import CONNECT_TIMEOUT_S, ClusterUnreachableError, require_reachable, short_cause
 from aa.config import Topology, client_kwargs, load_config
-from aa.config.client import preflight
 from aa.errors import AaError
+from aa.logs import quiet_client_logs
 from aa.policy.plan import TopicListing, build_plan, render
 
 
@@ -39,7 +39,6 @@ def run(args: argparse.Namespace) -> int:
     if not args.offline:
         flows = topology.inbound(args.dc) if args.dc else topology.flows
         dcs = sorted({f.source for f in flows} | {f.target for f in flows})
-        asyncio.run(preflight(topology.datacenter(dc) for dc in dcs))
         listing = asyncio.run(list_topics(topology, dcs))
     print(render(build_plan(topology, listing, dc=args.dc)))
     return 0
@@ -49,12 +48,14 @@ async def list_topics(
     topology: Topology, dcs: list[str], timeout_s: float = CONNECT_TIMEOUT_S
 ) -> TopicListing:
     """Topic name -> partition count in each of ``dcs``; every unreachable DC is named."""
-    results = await asyncio.gather(
-        *(_topics(topology, dc, timeout_s) for dc in dcs), return_exceptions=True
-    )
+    await require_reachable(topology, dcs, "or pass --offline to plan without them", timeout_s)
+    with quiet_client_logs():
+        results = await asyncio.gather(
+            *(_topics(topology, dc, timeout_s) for dc in dcs), return_exceptions=True
+        )
     failed = [str(r) for r in results if isinstance(r, BaseException)]
     if failed:
-        raise ClusterUnreachableError("; ".join(failed) + " (use --offline to plan without them)")
+        raise ClusterUnreachableError("; ".join(failed) + " (pass --offline to plan without them)")
     return {dc: r for dc, r in zip(dcs, results, strict=True) if isinstance(r, dict)}
 
 
@@ -68,6 +69,6 @@ async def _topics(topology: Topology, name: str, timeout_s: float) -> dict[str, 
                 topics = await admin.topics()
     except Exception as exc:  # aiokafka raises its own error classes, not only OSError
         raise ClusterUnreachableError(
-            f"cannot list topics of DC {name} at {dc.bootstrap}: {exc!r}"
+            f"cannot list topics of DC {name} at {dc.bootstrap}: {short_cause(exc)}"
         ) from exc
     return {t.name: t.partitions for t in topics.values() if not t.internal}

@@ -66,8 +66,9 @@ def test_failover_at_minus_two_minutes_parses_as_the_docs_write_it() -> None:
         (["failback", "--group", "g", "--to", "SF"], ["SF", "NYC"]),
         (["lag"], ["SF", "NYC"]),
         (["offsets", "translate", "--group", "g", "--from", "SF", "--to", "NYC"], ["SF", "NYC"]),
+        (["plan"], ["SF", "NYC"]),
     ],
-    ids=["failover-at", "failover-translate", "failback", "lag", "offsets-translate"],
+    ids=["failover-at", "failover-translate", "failback", "lag", "offsets-translate", "plan"],
 )
 async def test_unreachable_dc_is_one_line_naming_the_dc_exit_2(
     down_topology: Path, command: list[str], down: list[str]
