@@ -66,7 +66,7 @@ async def list_groups(client: Mapping[str, Any]) -> list[str]:
     admin = AIOKafkaAdminClient(**client)
     await admin.start()
     try:
-        return sorted(g for g, _ in await admin.list_consumer_groups())
+        return sorted(g for g, _ in await _with_coordinator(admin.list_consumer_groups))
     finally:
         await admin.close()
 
