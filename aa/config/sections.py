@@ -106,6 +106,16 @@ class Tuning:
     max_poll_records: int = setting(
         2000, Integer(lo=1), "records per `getmany`", flow="max_poll_records"
     )
+    memory_budget_mb: int = setting(
+        32,
+        Integer(lo=4),
+        "MiB one flow may hold in fetched and not yet acknowledged data, however far it lags: "
+        "fetch responses at most 1/8 of it, data fetched and not yet read at most 1/8 (split "
+        "across the flow's assigned partitions), record bytes between fetch and acknowledgement "
+        "at most 1/4; `fetch_max_bytes` and `max_partition_fetch_bytes` are lowered to fit "
+        "(see docs/operations.md, memory)",
+        flow="memory_budget_mb",
+    )
     batch_size: int = setting(
         512 * 1024, Integer(lo=1024), "producer `max_batch_size` in bytes", flow="batch_size"
     )
@@ -126,8 +136,9 @@ class Tuning:
     max_in_flight: int = setting(
         4,
         Integer(lo=1),
-        "fetched batches between fetch and commit: the backpressure bound; records held per "
-        "flow ≤ max_in_flight × max_poll_records, which is what bounds memory",
+        "fetched batches between fetch and commit: the backpressure bound in count (records "
+        "held per flow ≤ max_in_flight × max_poll_records); `memory_budget_mb` bounds their "
+        "bytes",
         flow="max_inflight_batches",
     )
     commit_interval_s: float = setting(

@@ -14,6 +14,7 @@ from typing import Any
 from aiokafka import TopicPartition
 
 from aa.mirror.delivery import Delivery
+from aa.mirror.memory import InFlightBytes, MemoryBudget
 from aa.mirror.pending import Pending
 from aa.mirror.settings import FlowSettings
 from aa.mirror.settle import Settler
@@ -32,6 +33,7 @@ class Committer:
         settler: Settler,
         target: Target,
         syncs: OffsetSyncWriter | None,
+        budget: MemoryBudget | None = None,
     ) -> None:
         self.settings = settings
         self.delivery = delivery
@@ -39,10 +41,18 @@ class Committer:
         self.target = target
         self.syncs = syncs
         self.queue: asyncio.Queue[Pending | None] = asyncio.Queue(settings.max_inflight_batches)
+        self.in_flight = InFlightBytes((budget or MemoryBudget.of(settings)).in_flight_bytes)
+        """Record bytes queued and not yet settled: bounded too, not only their count."""
         self.ready: dict[TopicPartition, int] = {}
         """Settled source offsets not yet made durable."""
         self.task: asyncio.Task[None] | None = None
         """The running :meth:`loop` (set by the flow), watched by :meth:`drain`."""
+
+    async def admit(self, pending: Pending) -> None:
+        """Queue a routed batch once the queue has room for it, in count and in bytes."""
+        pending.held_bytes = sum(pending.bytes.values())
+        await self.in_flight.reserve(pending.held_bytes)
+        await self.queue.put(pending)
 
     async def loop(self) -> None:
         """Settle and commit until the ``None`` that ends the queue."""
@@ -54,6 +64,7 @@ class Committer:
                     await self.commit(final=True)
                     return
                 await self.target.patiently(self.settler.settle(pending), "copies")
+                await self.in_flight.release(pending.held_bytes)
                 self.ready.update(pending.offsets)
                 now = time.monotonic()
                 if self.queue.empty() or now - last >= self.settings.commit_interval_s:

@@ -18,6 +18,7 @@ from typing import Any, Protocol
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
 
 from aa.mirror.batches import BatchSkipper
+from aa.mirror.memory import PartitionShare
 from aa.mirror.pending import Batch
 from aa.mirror.settings import FlowSettings
 from aa.observe.metrics import Metrics
@@ -34,10 +35,13 @@ class Fetcher:
         metrics: Metrics,
         log: Any,
         skipper: BatchSkipper | None = None,
+        share: PartitionShare | None = None,
     ) -> None:
         self.settings = settings
         self.skipper = skipper
         """The consumer's batch skipper (:mod:`aa.mirror.batches`), whose counts go to metrics."""
+        self.share = share
+        """Keeps the per-partition fetch size within the memory budget (:mod:`aa.mirror.memory`)."""
         self.consumer = consumer
         self.metrics = metrics
         self.log = log
@@ -55,6 +59,8 @@ class Fetcher:
         """One ``getmany``, with the generation it was fetched in (see :meth:`current`)."""
         self.raise_revoke_error()
         generation = self.generation
+        if self.share is not None:
+            self.share.follow()
         batch = await self.consumer.getmany(
             timeout_ms=200, max_records=self.settings.max_poll_records
         )

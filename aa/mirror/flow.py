@@ -27,6 +27,7 @@ from aa.mirror.delivery import AtLeastOnce, Delivery, FlowClients
 from aa.mirror.eos import ExactlyOnce
 from aa.mirror.errors import FlowError as FlowError  # re-exported: callers import it here
 from aa.mirror.fetch import Fetcher, RevokeListener
+from aa.mirror.memory import MemoryBudget, PartitionShare
 from aa.mirror.pending import Batch, Pending
 from aa.mirror.placement import Placement
 from aa.mirror.refusals import DEAD_LETTER_REASON as DEAD_LETTER_REASON  # re-exported
@@ -136,6 +137,7 @@ class MirrorFlow:
             if not getattr(self.router, "forwards_mirrored", lambda: True)():
                 batches.install()
                 self._skipper = batches.BatchSkipper(s.source)
+            budget = MemoryBudget.of(s)
             consumer = self._consumer = AIOKafkaConsumer(
                 **s.source_client,
                 key_deserializer=self._skipper,  # skips mirror-written batches: see batches
@@ -143,8 +145,8 @@ class MirrorFlow:
                 enable_auto_commit=False,
                 auto_offset_reset="earliest",
                 isolation_level="read_committed",
-                fetch_max_bytes=s.fetch_max_bytes,
-                max_partition_fetch_bytes=s.max_partition_fetch_bytes,
+                fetch_max_bytes=budget.fetch_max_bytes,
+                max_partition_fetch_bytes=budget.partition_fetch_bytes(1),  # see PartitionShare
                 metadata_max_age_ms=int(s.topic_sync_interval_s * 1000),
                 rebalance_timeout_ms=REBALANCE_TIMEOUT_MS,
             )
@@ -152,7 +154,7 @@ class MirrorFlow:
             stack.push_async_callback(consumer.stop)
             clients = FlowClients(producer, consumer, target_admin, self.syncs, self.log)
             await self.delivery.start(clients)
-            self._wire(topics, target, producer, consumer, target_admin)
+            self._wire(topics, target, producer, consumer, target_admin, budget)
             listener = RevokeListener(self) if group is not None else None
             consumer.subscribe(pattern=self.router.subscription(), listener=listener)
             self.metrics.up.labels(**self._labels).set(1)
@@ -184,12 +186,15 @@ class MirrorFlow:
         producer: AIOKafkaProducer,
         consumer: AIOKafkaConsumer,
         target_admin: ClusterAdmin,
+        budget: MemoryBudget,
     ) -> None:
         s, d = self.settings, self.delivery
         self._placement = Placement(
             s, self.router, topics, target_admin, producer, consumer, self.log
         )
-        self._fetcher = Fetcher(s, consumer, self.metrics, self.log, self._skipper)
+        self._fetcher = Fetcher(
+            s, consumer, self.metrics, self.log, self._skipper, PartitionShare(budget, consumer)
+        )
         self._forwarder = Forwarder(
             s, self.router, self._placement, target, self.syncs, self.metrics,
             self._fetcher.set_lag,
@@ -198,7 +203,7 @@ class MirrorFlow:
             s, self.router, target, self.syncs, self.metrics,
             transactional=d.transactional, refusal=d.refusal,
         )  # fmt: skip
-        self._committer = Committer(s, d, self._settler, target, self.syncs)
+        self._committer = Committer(s, d, self._settler, target, self.syncs, budget)
 
     async def _fetch_loop(self, stop: asyncio.Event) -> None:
         """Fetch → admit → route → queue, one batch at a time, until ``stop``."""
@@ -214,7 +219,7 @@ class MirrorFlow:
                     batch = delivery.admit(batch)
                 pending = await self._route(batch)
                 if pending is not None:
-                    await committer.queue.put(pending)
+                    await committer.admit(pending)
                     fetch.queued(pending.offsets)
                     if pending.malformed is not None:
                         await committer.drain()

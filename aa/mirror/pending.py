@@ -27,5 +27,8 @@ class Pending:
     copied: Counter[str] = field(default_factory=Counter)
     bytes: Counter[str] = field(default_factory=Counter)
     timestamps: list[int] = field(default_factory=list)
+    held_bytes: int = 0
+    """Key and value bytes reserved for it in the flow's in-flight budget (released once
+    settled)."""
     malformed: FlowError | None = None
     """Set when a refused record stops the flow (``on_error: fail``): ``offsets`` stop at it."""

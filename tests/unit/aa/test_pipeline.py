@@ -228,8 +228,8 @@ class Delivery:
         return None
 
 
-def committer(delivery: Delivery) -> tuple[Committer, Settler]:
-    s = settings(commit_interval_s=3600)
+def committer(delivery: Delivery, **kw: Any) -> tuple[Committer, Settler]:
+    s = settings(commit_interval_s=3600, **kw)
     target = FakeTarget()
     settler = Settler(
         s, Router(), target, None, Metrics(),  # type: ignore[arg-type]
@@ -324,3 +324,47 @@ async def test_a_drain_failing_in_the_revoke_is_raised_by_the_next_fetch() -> No
     assert fetcher.generation == 1
     with pytest.raises(FlowError, match="target down"):
         await fetcher.next_batch()
+
+
+async def test_a_lagging_flow_queues_no_more_record_bytes_than_its_memory_budget_share() -> None:
+    """Batches wait to be queued while the record bytes queued and not yet settled would pass
+    a quarter of ``memory_budget_mb`` (count alone — ``max_in_flight`` — let 4 batches of any
+    size through: memory grew with the records' size while the target lagged)."""
+    delivery = Delivery()
+    c, _ = committer(delivery, memory_budget_mb=4, max_inflight_batches=4)
+    share = 4 * 1024 * 1024 // 4
+    late: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+    first = Pending(offsets={TP0: 10})
+    first.sends.append((late, recs(TP0, 0, 1), "t"))
+    first.bytes["t"] = share - 1000
+    second = Pending(offsets={TP0: 20})
+    second.sends.append(sent(None))
+    second.bytes["t"] = 2000
+    loop = asyncio.create_task(c.loop())
+    await c.admit(first)
+    admitting = asyncio.create_task(c.admit(second))
+    for _ in range(20):  # let every ready task run; the first batch stays unsettled
+        await asyncio.sleep(0)
+    assert not admitting.done(), "a batch was queued past the flow's in-flight byte share"
+    assert c.in_flight.held == share - 1000
+    late.set_result(None)  # the target acknowledges the first batch: its bytes are released
+    await asyncio.wait_for(admitting, 5)
+    await c.queue.put(None)
+    await asyncio.wait_for(loop, 5)
+    assert c.in_flight.held == 0
+    committed = {tp: o for offsets, _ in delivery.commits for tp, o in offsets.items()}
+    assert committed == {TP0: 20}
+
+
+async def test_a_batch_larger_than_the_byte_share_still_moves_when_nothing_is_held() -> None:
+    """One record larger than the share must not stop the flow for good."""
+    delivery = Delivery()
+    c, _ = committer(delivery, memory_budget_mb=4)
+    big = Pending(offsets={TP0: 1})
+    big.sends.append(sent(None))
+    big.bytes["t"] = 10 * 1024 * 1024
+    loop = asyncio.create_task(c.loop())
+    await asyncio.wait_for(c.admit(big), 5)
+    await c.queue.put(None)
+    await asyncio.wait_for(loop, 5)
+    assert c.in_flight.held == 0
