@@ -1,6 +1,6 @@
-"""``python -m bench.decode_cost [--marks] [--profile]``: the hot path of one headers-mode flow
-in a 3-DC full mesh, offline (no broker): decode a fetched partition, route it, append the
-forwarded records to a batch. Prints microseconds per record read.
+"""``python -m bench.decode_cost [--marks] [--local] [--forwarder] [--profile]``: the hot path
+of one headers-mode flow in a 3-DC full mesh, offline (no broker): decode a fetched partition,
+route it, append the forwarded records to a batch. Prints microseconds per record read.
 
 The partition holds 300 record batches of 50 records of 512 B, in turn written by an
 application in SF, by the NYC->SF mirror and by the LON->SF mirror, so the flow SF->NYC forwards
@@ -12,6 +12,7 @@ cProfile table.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import cProfile
 import pstats
 import struct
@@ -27,6 +28,10 @@ from aiokafka.structs import TopicPartition
 
 from aa.config import read_yaml
 from aa.mirror import batches
+from aa.mirror.limits import TargetLimits
+from aa.mirror.route import Forwarder
+from aa.mirror.settings import FlowSettings
+from aa.observe.metrics import Metrics
 from aa.policy import FlowRouter
 from aa.provenance import MIRRORED_AT, LocalStamp, batch_mark
 
@@ -42,11 +47,11 @@ TP = TopicPartition("t", 0)
 APP_PID, MIRROR_PID = 7, 99
 
 
-def partition_blob(batches_n: int, per_batch: int, marks: bool) -> bytes:
+def partition_blob(batches_n: int, per_batch: int, marks: bool, local: bool = False) -> bytes:
     stamps = {dc: LocalStamp(dc, "SF", "t", 0) for dc in ("NYC", "LON")}
     out, offset = bytearray(), 0
     for b in range(batches_n):
-        writer = ("SF", "NYC", "LON")[b % 3]
+        writer = "SF" if local else ("SF", "NYC", "LON")[b % 3]
         pid = APP_PID if writer == "SF" else MIRROR_PID
         builder = DefaultRecordBatchBuilder(
             magic=2, compression_type=0, is_transactional=0, producer_id=pid, producer_epoch=0,
@@ -67,21 +72,69 @@ def partition_blob(batches_n: int, per_batch: int, marks: bool) -> bytes:
     return bytes(out)
 
 
+class _Placement:
+    """The target topic exists, with a 4.x broker's default limits; same partitions."""
+
+    def __init__(self) -> None:
+        cfg = {"max.message.bytes": "1048588", "message.timestamp.after.max.ms": "3600000"}
+        self.limits = {"t": TargetLimits.from_configs("t", cfg)}
+
+    async def target_topic(self, topic: str) -> str:
+        return topic
+
+    async def place(self, tp: TopicPartition, target: str) -> tuple[int, bool]:
+        return 1, True
+
+
+class _Target:
+    """Builds 512 KiB batches (the default ``tuning.batch_size``); a submit is acked at once."""
+
+    def __init__(self) -> None:
+        self.mark = [batch_mark("NYC", MIRROR_PID)]
+
+    def new_batch(self, limits: Any) -> BatchBuilder:
+        return BatchBuilder(512 * 1024, 0)
+
+    async def submit(self, builder: Any, topic: str, partition: int) -> asyncio.Future[Any]:
+        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        fut.set_result(None)
+        return fut
+
+
+def _forwarder(router: FlowRouter) -> Forwarder:
+    settings = FlowSettings("SF", "NYC", {}, {}, "g")
+    return Forwarder(
+        settings, router, _Placement(), _Target(), None, Metrics(),  # type: ignore[arg-type]
+        lambda tp, offset: None,
+    )  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m bench.decode_cost", description=__doc__)
     p.add_argument("--marks", action="store_true", help="mirror batches marked, flow skips them")
     p.add_argument("--profile", action="store_true")
+    p.add_argument(
+        "--local", action="store_true", help="W1's shape: every record written in SF, forwarded"
+    )
+    p.add_argument(
+        "--forwarder",
+        action="store_true",
+        help="route and append through the flow's own Forwarder (target limits screened, "
+        "batches per target partition) with an in-memory target, as aa run does",
+    )
     p.add_argument("--repeat", type=int, default=20)
     args = p.parse_args(argv)
     topology = read_yaml(TOPOLOGY)
     flow = next(f for f in topology.flows if (f.source, f.target) == ("SF", "NYC"))
     router = FlowRouter(topology, flow)
-    blob = partition_blob(300, 50, args.marks)
+    blob = partition_blob(300, 50, args.marks, args.local)
     reads = 300 * 50
     batches.install()
 
+    lean = getattr(batches, "LeanRecords", None)  # the flow's consumer decodes lean
+
     def decode() -> list[Any]:
-        skipper = batches.BatchSkipper("SF") if args.marks else None
+        skipper = batches.BatchSkipper("SF") if args.marks else (lean() if lean else None)
         records = fetcher.PartitionRecords(TP, MemoryRecords(blob), [], 0, skipper, None, True, 0)
         return list(records)
 
@@ -96,6 +149,17 @@ def main(argv: list[str] | None = None) -> None:
                 out.append(timestamp=r.timestamp, key=r.key, value=r.value, headers=route)
                 n += 1
         return n
+
+    forwarder = _forwarder(router)
+    loop = asyncio.new_event_loop()
+
+    def forward() -> int:
+        records = decode()
+        pending = loop.run_until_complete(forwarder.forward({TP: records}))
+        return sum(pending.copied.values())
+
+    if args.forwarder:
+        copy = forward  # the flow's own path instead of the simplified loop
 
     def per_read(fn: Callable[[], object]) -> float:
         start = time.perf_counter()

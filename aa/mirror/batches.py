@@ -11,9 +11,15 @@ reach the flow, the consumer's position moves past them and the flow commits tha
 any other (``MirrorFlow._moved_positions``). A mark copied by an application that re-produces a
 record is never believed: that batch has the application's producer id.
 
+Every flow's consumer also gets its records lean (:class:`LeanRecords`): aiokafka's own record
+objects as its batches decode them, with offset, timestamp, key, value and headers, instead of a
+``ConsumerRecord`` built per record (11 fields, the key and value sizes, a copy of the headers
+into a tuple; a third of a W1 flow's CPU per record). They carry no topic or partition: the flow
+keeps the partition with each fetched list (:class:`aa.mirror.pending.Pending`).
+
 aiokafka has no hook for this: its fetcher builds a ``PartitionRecords`` per fetched partition
 from the module-level name. :func:`install` replaces that name once, with a subclass that acts
-only for consumers whose ``key_deserializer`` is a :class:`BatchSkipper` (and then deserializes
+only for consumers whose ``key_deserializer`` is a :class:`LeanRecords` (and then deserializes
 no key); every other consumer in the process is untouched. If a later aiokafka changes these
 names, :func:`install` raises and the flow refuses to start rather than decode differently.
 """
@@ -32,16 +38,21 @@ from aiokafka.structs import TopicPartition
 from aa.provenance import BATCH, batch_marked_by
 
 
-class BatchSkipper:
-    """The per-consumer switch and tally: pass it as the consumer's ``key_deserializer``."""
+class LeanRecords:
+    """The per-consumer switch: pass it as the consumer's ``key_deserializer`` to get
+    aiokafka's decoded records as they are (see the module doc)."""
+
+    def __call__(self, key: bytes | None) -> bytes | None:  # never called: see _PartitionRecords
+        return key
+
+
+class BatchSkipper(LeanRecords):
+    """Lean records, and mirror-written batches skipped: the switch and its tally."""
 
     def __init__(self, source_dc: str) -> None:
         self.source_dc = source_dc
         self.skipped: Counter[TopicPartition] = Counter()
         """Offsets skipped per partition since the last :meth:`take` (mirror-written batches)."""
-
-    def __call__(self, key: bytes | None) -> bytes | None:  # never called: see _Records
-        return key
 
     def take(self) -> Counter[TopicPartition]:
         out, self.skipped = self.skipped, Counter()
@@ -140,21 +151,39 @@ class _PartitionRecords(_Base):  # type: ignore[misc]  # aiokafka's class is unt
         check_crcs: bool,
         isolation_level: Any,
     ) -> None:
-        if isinstance(key_deserializer, BatchSkipper):
-            records = _Records(records, tp, key_deserializer, check_crcs, fetch_offset)
+        lean = isinstance(key_deserializer, LeanRecords)
+        if lean:
+            if isinstance(key_deserializer, BatchSkipper):
+                records = _Records(records, tp, key_deserializer, check_crcs, fetch_offset)
             key_deserializer = None
         super().__init__(
             tp, records, aborted_transactions, fetch_offset, key_deserializer,
             value_deserializer, check_crcs, isolation_level,
         )  # fmt: skip
+        self._lean = lean
+        if lean:
+            self._consumer_record = _as_decoded
+
+    def __iter__(self) -> Any:
+        # aiokafka's getall() iterates this object, whose __next__ is a Python frame per record
+        # around the generator's own: lean consumers hand the generator out directly.
+        return self._records_iterator if self._lean else self
+
+
+def _as_decoded(tp: TopicPartition, record: Any) -> Any:
+    """aiokafka's decoded record itself (offset, timestamp, key, value, headers)."""
+    return record
 
 
 def install() -> None:
-    """Let :class:`BatchSkipper` consumers skip batches (idempotent; see the module doc)."""
+    """Let :class:`LeanRecords` consumers get lean records, and :class:`BatchSkipper` ones skip
+    batches (idempotent; see the module doc)."""
     current = getattr(_fetcher, "PartitionRecords", None)
     if current is _PartitionRecords:
         return
-    if current is not _Base or not hasattr(_Base, "_unpack_records"):
+    if current is not _Base or not all(
+        hasattr(_Base, name) for name in ("_unpack_records", "_consumer_record")
+    ):
         raise RuntimeError(
             "this aiokafka has no consumer.fetcher.PartitionRecords as aa knows it: aa cannot "
             "skip mirror-written batches; install the aiokafka version pyproject.toml pins"

@@ -137,6 +137,8 @@ class Revocable(Protocol):
 
     async def on_revoke(self, revoked: set[TopicPartition]) -> None: ...
 
+    def on_assigned(self) -> None: ...
+
 
 class RevokeListener(ConsumerRebalanceListener):  # type: ignore[misc]  # aiokafka is untyped
     def __init__(self, flow: Revocable) -> None:
@@ -148,4 +150,5 @@ class RevokeListener(ConsumerRebalanceListener):  # type: ignore[misc]  # aiokaf
             await self._flow.syncs.revoked(revoked)
 
     async def on_partitions_assigned(self, assigned: Any) -> None:
+        self._flow.on_assigned()
         self._flow.log.info("partitions_assigned", partitions=len(assigned))

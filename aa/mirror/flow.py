@@ -27,7 +27,7 @@ from aa.mirror.delivery import AtLeastOnce, Delivery, FlowClients
 from aa.mirror.eos import ExactlyOnce
 from aa.mirror.errors import FlowError as FlowError  # re-exported: callers import it here
 from aa.mirror.fetch import Fetcher, RevokeListener
-from aa.mirror.memory import MemoryBudget, PartitionShare
+from aa.mirror.memory import MIN_PARTITION_FETCH, MemoryBudget, PartitionShare
 from aa.mirror.pending import Batch, Pending
 from aa.mirror.placement import Placement
 from aa.mirror.refusals import DEAD_LETTER_REASON as DEAD_LETTER_REASON  # re-exported
@@ -134,19 +134,20 @@ class MirrorFlow:
                 self.syncs = OffsetSyncWriter(producer, s.sync_topic)
             group = self.delivery.group_id()
             self._skipper = None
+            batches.install()
             if not getattr(self.router, "forwards_mirrored", lambda: True)():
-                batches.install()
                 self._skipper = batches.BatchSkipper(s.source)
             budget = MemoryBudget.of(s)
             consumer = self._consumer = AIOKafkaConsumer(
                 **s.source_client,
-                key_deserializer=self._skipper,  # skips mirror-written batches: see batches
+                # lean records, and mirror-written batches skipped: see batches
+                key_deserializer=self._skipper or batches.LeanRecords(),
                 group_id=group,
                 enable_auto_commit=False,
                 auto_offset_reset="earliest",
                 isolation_level="read_committed",
                 fetch_max_bytes=budget.fetch_max_bytes,
-                max_partition_fetch_bytes=budget.partition_fetch_bytes(1),  # see PartitionShare
+                max_partition_fetch_bytes=MIN_PARTITION_FETCH,  # until assigned: PartitionShare
                 metadata_max_age_ms=int(s.topic_sync_interval_s * 1000),
                 rebalance_timeout_ms=REBALANCE_TIMEOUT_MS,
             )
@@ -239,6 +240,12 @@ class MirrorFlow:
             return None
         await self.delivery.before_forward()
         return Pending(offsets=moved)
+
+    def on_assigned(self) -> None:
+        """Partitions were assigned (aiokafka's rebalance listener): the per-partition fetch
+        size follows, before the first fetch of the new assignment."""
+        if self._fetcher is not None and self._fetcher.share is not None:
+            self._fetcher.share.follow()
 
     async def on_revoke(self, revoked: set[TopicPartition]) -> None:
         """Partitions are being revoked (from aiokafka's rebalance listener): see

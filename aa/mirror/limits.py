@@ -23,11 +23,16 @@ RECORD_BATCH_OVERHEAD = 256
 
 def record_size(record: Any) -> int:
     """Key, value and header bytes of a fetched record."""
-    return (
-        len(record.key or b"")
-        + len(record.value or b"")
-        + sum(len(k) + len(v or b"") for k, v in record.headers or ())
-    )
+    return len(record.key or b"") + len(record.value or b"") + headers_size(record.headers)
+
+
+def headers_size(headers: Any) -> int:
+    """Bytes of a record's header keys and values."""
+    return sum(len(k) + len(v or b"") for k, v in headers or ())
+
+
+NO_LIMIT = 1 << 62
+"""Stands for "not checked" in :meth:`TargetLimits.screen`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +84,19 @@ class TargetLimits:
         if self.max_message_bytes is None:
             return None
         return max(1, self.max_message_bytes - RECORD_BATCH_OVERHEAD)
+
+    def screen(self, now_ms: int) -> tuple[int, bool, int, int]:
+        """What the per-record hot path checks inline before asking :meth:`refusal`: the size
+        cap (a huge number when none), whether null keys are refused, and the oldest and
+        newest timestamps taken now. A record within all four is never refused; one outside
+        any is passed to :meth:`refusal`, which decides and says why."""
+        cap = self.batch_cap
+        return (
+            NO_LIMIT if cap is None else cap,
+            self.compacted,
+            -NO_LIMIT if self.before_max_ms is None else now_ms - self.before_max_ms,
+            NO_LIMIT if self.after_max_ms is None else now_ms + self.after_max_ms,
+        )
 
     def refusal(self, record: Any, now_ms: int) -> Refusal | None:
         """Why the target would refuse ``record`` whatever the retries, or ``None``."""

@@ -66,6 +66,9 @@ class PartitionShare:
     later aiokafka renames it, the flow refuses to start rather than buffer unbounded)."""
 
     def __init__(self, budget: MemoryBudget, consumer: Any) -> None:
+        """``consumer`` is started (its fetcher exists), built with the per-partition size
+        :data:`MIN_PARTITION_FETCH`: nothing fetched before the first :meth:`follow` passes the
+        budget's share."""
         fetcher = getattr(consumer, "_fetcher", None)
         if fetcher is None or not hasattr(fetcher, "_max_partition_fetch_bytes"):
             raise RuntimeError(
@@ -77,7 +80,8 @@ class PartitionShare:
         self._assigned = -1
 
     def follow(self) -> None:
-        """Call before each fetch: adjusts the per-partition size when the assignment moved."""
+        """Adjust the per-partition size to the assignment (on assignment, and before each
+        fetch for consumers without a group)."""
         assigned = len(self._consumer.assignment())
         if assigned != self._assigned:
             self._assigned = assigned

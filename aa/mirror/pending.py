@@ -21,9 +21,12 @@ class Pending:
 
     offsets: dict[TopicPartition, int] = field(default_factory=dict)
     """Per source partition, the offset to commit once every send is settled."""
-    sends: list[tuple[asyncio.Future[Any], list[Any], str]] = field(default_factory=list)
+    sends: list[tuple[asyncio.Future[Any], list[Any], str, TopicPartition]] = field(
+        default_factory=list
+    )
     """Per submitted batch: its delivery future, the source records it holds (in order, so
-    the i-th record landed at the batch's base offset + i), and the target topic."""
+    the i-th record landed at the batch's base offset + i), the target topic and the source
+    partition (fetched records carry no topic or partition: see :mod:`aa.mirror.batches`)."""
     copied: Counter[str] = field(default_factory=Counter)
     bytes: Counter[str] = field(default_factory=Counter)
     timestamps: list[int] = field(default_factory=list)

@@ -15,6 +15,7 @@ from typing import Any
 from aiokafka import TopicPartition
 
 from aa.mirror.errors import FlowError
+from aa.mirror.limits import headers_size
 from aa.mirror.pending import Batch, Pending
 from aa.mirror.placement import Placement
 from aa.mirror.refusals import REFUSED
@@ -66,36 +67,48 @@ class Forwarder:
             if not same_partition and self.syncs is not None:
                 await self.syncs.repartitioned(tp, target, records)  # translation refuses
             limits = self.placement.limits.get(target)
+            if limits is not None:
+                cap, no_null_key, oldest, newest = limits.screen(now_ms)
             new_batch, mark = self.target.new_batch, self.target.mark
             open_batches: dict[int, tuple[Any, list[Any]]] = {}
             nbytes = forwarded = 0
             routes = self.router.route_batch(tp.topic, tp.partition, records)
             for r, route in zip(records, routes, strict=True):
                 if type(route) is list:
-                    refused = limits.refusal(r, now_ms) if limits is not None else None
+                    ts, key, value = r.timestamp, r.key, r.value
+                    size = (len(value) if value is not None else 0) + (
+                        len(key) if key is not None else 0
+                    )
+                    refused = None
+                    if limits is not None and (  # inline screen; refusal() decides and says why
+                        size > cap
+                        or (key is None and no_null_key)
+                        or (ts != -1 and (ts < oldest or ts > newest))
+                        or (r.headers and size + headers_size(r.headers) > cap)
+                    ):
+                        refused = limits.refusal(r, now_ms)
                     if refused is not None:
                         # The broker would refuse the whole batch holding it, and aiokafka's
                         # idempotent producer does not recover from that: refuse it here.
                         if await self._refuse(pending, tp, r, refused.kind, refused.detail):
                             break
                         continue
-                    p = tp.partition if same_partition else partition_for(r.key, parts)
-                    slot = open_batches.get(p)
+                    p = tp.partition if same_partition else partition_for(key, parts)
                     route.extend(stamp)  # the router's list is this record's own
+                    slot = open_batches.get(p)
                     if slot is None:
                         slot = open_batches[p] = (new_batch(limits), [])
-                        headers = route + mark  # a batch's first record: see batches
-                    else:
-                        headers = route
-                    ts, key, value = r.timestamp, r.key, r.value
+                    held = slot[1]
+                    headers = route if held else route + mark  # a batch's first: see batches
                     if slot[0].append(timestamp=ts, key=key, value=value, headers=headers) is None:
-                        await self._submit(slot, target, p, pending)
+                        await self._submit(slot, target, p, pending, tp)
                         slot = open_batches[p] = (new_batch(limits), [])
+                        held = slot[1]
                         # an empty batch takes any record; the size was checked above
                         headers = route + mark
                         slot[0].append(timestamp=ts, key=key, value=value, headers=headers)
-                    slot[1].append(r)
-                    nbytes += len(value or b"") + len(key or b"")
+                    held.append(r)
+                    nbytes += size
                     forwarded += 1
                 elif isinstance(route, Skip):
                     skipped[(tp.topic, route.reason)] += 1
@@ -105,7 +118,7 @@ class Forwarder:
                     break
             for p, slot in open_batches.items():
                 if slot[1]:
-                    await self._submit(slot, target, p, pending)
+                    await self._submit(slot, target, p, pending, tp)
             if pending.malformed is not None:
                 break  # refused with on_error=fail: nothing after it in this batch
             pending.offsets[tp] = records[-1].offset + 1
@@ -118,11 +131,16 @@ class Forwarder:
         return pending
 
     async def _submit(
-        self, slot: tuple[Any, list[Any]], target: str, partition: int, pending: Pending
+        self,
+        slot: tuple[Any, list[Any]],
+        target: str,
+        partition: int,
+        pending: Pending,
+        source: TopicPartition,
     ) -> None:
         builder, held = slot
         fut = await self.target.submit(builder, target, partition)
-        pending.sends.append((fut, held, target))
+        pending.sends.append((fut, held, target, source))
 
     async def _refuse(
         self, pending: Pending, tp: TopicPartition, record: Any, kind: str, detail: str
@@ -150,6 +168,6 @@ class Forwarder:
             keep_value=kind != "record-too-large",
             keep_timestamp=kind != "invalid-timestamp",
         )
-        pending.sends.append((fut, [record], s.dead_letter_topic))
+        pending.sends.append((fut, [record], s.dead_letter_topic, tp))
         self.metrics.dead_lettered.labels(**self._labels, topic=tp.topic, reason=kind).inc()
         return False

@@ -52,14 +52,14 @@ class Settler:
     async def settle(self, pending: Pending) -> None:
         """Wait for every send of ``pending``; raises :class:`FlowError` when the flow must
         stop before a refused record (its offset is then never committed)."""
-        futures = [f for f, _, _ in pending.sends]
+        futures = [f for f, _, _, _ in pending.sends]
         results = await asyncio.gather(*futures, return_exceptions=True)
-        for (_, held, target), result in zip(pending.sends, results, strict=True):
+        for (_, held, target, tp), result in zip(pending.sends, results, strict=True):
             if isinstance(result, BaseException):
                 for record in held:
-                    await self._refused(record, target, result, alone=len(held) == 1)
+                    await self._refused(record, tp, target, result, alone=len(held) == 1)
             elif self.syncs is not None and held:
-                await self._write_syncs(held, target, result)
+                await self._write_syncs(held, tp, target, result)
         self._uncounted.append(pending)
         if not self.transactional:
             self.publish_counts()
@@ -83,11 +83,12 @@ class Settler:
         """The settled copies were aborted: they never count."""
         self._uncounted.clear()
 
-    async def _write_syncs(self, held: list[Any], target: str, meta: Any) -> None:
+    async def _write_syncs(
+        self, held: list[Any], tp: TopicPartition, target: str, meta: Any
+    ) -> None:
         """Offset syncs for a batch that kept its partition (not for dead letters or
         re-partitioned targets, which translation refuses)."""
         assert self.syncs is not None
-        tp = TopicPartition(held[0].topic, held[0].partition)
         if meta.partition != tp.partition or target != self.router.target_topic(tp.topic):
             return
         if self.syncs.failed:
@@ -107,10 +108,12 @@ class Settler:
             else:
                 return
 
-    async def _refused(self, record: Any, target: str, exc: BaseException, *, alone: bool) -> None:
-        """The target refused a batch holding ``record`` (``alone``: the only one in it)."""
+    async def _refused(
+        self, record: Any, tp: TopicPartition, target: str, exc: BaseException, *, alone: bool
+    ) -> None:
+        """The target refused a batch holding ``record`` of ``tp`` (``alone``: the only one)."""
         s = self.settings
-        where = f"{record.topic}/{record.partition}@{record.offset}"
+        where = f"{tp.topic}/{tp.partition}@{record.offset}"
         own = self._refusal(exc)
         if own is not None:
             raise own from exc
@@ -124,7 +127,6 @@ class Settler:
             ) from exc
         self.metrics.errors.labels(**self._labels, kind=kind).inc()
         if s.on_error == "dead-letter" and target != s.dead_letter_topic and alone:
-            tp = TopicPartition(record.topic, record.partition)
             reason = f"{kind}: refused by {target} ({type(exc).__name__})"
             fut = await self.target.dead_letter(
                 record,
@@ -134,7 +136,7 @@ class Settler:
                 keep_timestamp=kind != "invalid-timestamp",
             )
             await fut
-            self.metrics.dead_lettered.labels(**self._labels, topic=record.topic, reason=kind).inc()
+            self.metrics.dead_lettered.labels(**self._labels, topic=tp.topic, reason=kind).inc()
             return
         # A restart would send the same records and be refused again: stop for good.
         raise FlowError(

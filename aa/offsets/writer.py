@@ -146,18 +146,23 @@ class OffsetSyncWriter:
         """``records`` (in order) landed at ``target_topic``/``tp.partition`` from ``base``."""
         if not records:
             return
-        offsets = [r.offset for r in records]
+        first, last = records[0].offset, records[-1].offset
         hashed = self._hashed.get(tp)
         if hashed is not None:
-            if offsets[-1] <= hashed:
+            if last <= hashed:
                 return  # copied by key hash, or fetched before: the marker covers them
             del self._hashed[tp]
-        covered = min(self._from.get(tp, offsets[0]), offsets[0])  # re-copies restart it
+        covered = min(self._from.get(tp, first), first)  # re-copies restart it
         if hashed is not None:
             covered = max(covered, hashed + 1)
-        for piece in runs(tp.topic, tp.partition, target_topic, offsets, base, covered):
+        if last - first == len(records) - 1:  # offsets only grow: no gap, one run
+            pieces = [OffsetSync(tp.topic, tp.partition, target_topic, covered, first, last, base)]
+        else:
+            offsets = [r.offset for r in records]
+            pieces = runs(tp.topic, tp.partition, target_topic, offsets, base, covered)
+        for piece in pieces:
             await self._extend(tp, piece)
-        self._from[tp] = offsets[-1] + 1
+        self._from[tp] = last + 1
         run = self._open.get(tp)
         if run is not None and not run.written and self._clock() - run.since >= self._interval:
             await self._write(tp, run)

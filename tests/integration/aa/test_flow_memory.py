@@ -81,7 +81,7 @@ async def test_lagging_flow_buffers_no_more_fetched_bytes_than_its_memory_budget
     task = asyncio.create_task(flow.run(stop))
     try:
         await eventually(
-            lambda: flow._consumer is not None and _buffered(flow)[0] == PARTITIONS,
+            lambda: flow._fetcher is not None and _buffered(flow)[0] == PARTITIONS,
             timeout=90,
             message="fetched data buffered for every partition while the target holds",
         )

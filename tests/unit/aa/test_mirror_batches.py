@@ -34,7 +34,7 @@ def _batch(base: int, pid: int, values: Sequence[bytes], first_headers: list) ->
     return bytes(out)
 
 
-def _read(blob: bytes, skipper: batches.BatchSkipper | None, at: int = 0) -> PartitionRecords:
+def _read(blob: bytes, skipper: batches.LeanRecords | None, at: int = 0) -> PartitionRecords:
     batches.install()
     from aiokafka.consumer import fetcher  # the name install() replaced
 
@@ -71,7 +71,18 @@ def test_a_consumer_without_a_skipper_reads_every_record() -> None:
 
 def test_the_first_record_of_a_batch_read_whole_keeps_its_headers() -> None:
     records = list(_read(BLOB, batches.BatchSkipper("SF")))
-    assert records[2].headers == (("app", b"x"),)
+    assert list(records[2].headers) == [("app", b"x")]
+
+
+def test_lean_records_hold_what_a_consumer_record_holds_for_the_flow() -> None:
+    """A flow's consumer gets aiokafka's decoded records, not ConsumerRecords: the same
+    offset, timestamp, key, value and headers, and every record (no batch is skipped)."""
+    lean = list(_read(BLOB, batches.LeanRecords()))
+    full = list(_read(BLOB, None))
+    assert [(r.offset, r.timestamp, r.key, r.value, list(r.headers)) for r in lean] == [
+        (r.offset, r.timestamp, r.key, r.value, list(r.headers)) for r in full
+    ]
+    assert len(lean) == 8
 
 
 def test_a_copied_mark_is_not_believed() -> None:

@@ -63,6 +63,9 @@ class FlowStub:
     async def on_revoke(self, revoked: set[TopicPartition]) -> None:
         await self.drain()  # the flow's revoke: routing lock, then drain
 
+    def on_assigned(self) -> None:
+        pass  # the flow's fetch sizes follow the assignment (aa.mirror.memory)
+
 
 def _recs(first: int, last: int) -> list[Rec]:
     return [Rec("t", 0, o) for o in range(first, last + 1)]

@@ -154,7 +154,7 @@ async def test_records_are_batched_per_target_partition_in_order() -> None:
     pending = await forwarder(target).forward({TP0: recs(TP0, 0, 10), TP1: recs(TP1, 5, 3)})
     # partition 0: 10 records in batches of 4, 4, 2; partition 1 keeps its partition
     assert target.submitted == [("t", 0, 4), ("t", 0, 4), ("t", 0, 2), ("t", 1, 3)]
-    held = [[r.offset for r in h] for _, h, _ in pending.sends]
+    held = [[r.offset for r in h] for _, h, _, _ in pending.sends]
     assert held == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9], [5, 6, 7]]
     assert pending.offsets == {TP0: 10, TP1: 8}
     assert pending.copied["t"] == 13
@@ -174,7 +174,7 @@ async def test_a_target_with_fewer_partitions_gets_records_by_key_hash() -> None
     keys = [f"k{i}".encode() for i in range(20)]
     batch = {TP1: [Rec("t", 1, i, key=k) for i, k in enumerate(keys)]}
     pending = await forwarder(target, Placement(parts=3, same_partition=False)).forward(batch)
-    by_partition = {p: [r.key for r in held] for (_, held, _), (_, p, _) in
+    by_partition = {p: [r.key for r in held] for (_, held, _, _), (_, p, _) in
                     zip(pending.sends, target.submitted, strict=True)}  # fmt: skip
     assert by_partition == {
         p: [k for k in keys if partition_for(k, 3) == p]
@@ -188,7 +188,7 @@ async def test_skipped_and_unrouted_records_advance_the_offsets_without_a_send()
     pending = await forwarder(target, skip={1, 2}).forward(
         {TP0: recs(TP0, 0, 4), unrouted: recs(unrouted, 0, 7)}
     )
-    assert [[r.offset for r in h] for _, h, _ in pending.sends] == [[0, 3]]
+    assert [[r.offset for r in h] for _, h, _, _ in pending.sends] == [[0, 3]]
     assert pending.offsets == {TP0: 4, unrouted: 7}
 
 
@@ -198,7 +198,7 @@ async def test_malformed_record_under_fail_stops_the_batch_before_it() -> None:
     assert pending.malformed is not None
     assert pending.malformed.kind == "malformed-headers"
     assert pending.offsets == {TP0: 3}  # up to, not past, the refused record; TP1 not routed
-    assert [[r.offset for r in h] for _, h, _ in pending.sends] == [[0, 1, 2]]
+    assert [[r.offset for r in h] for _, h, _, _ in pending.sends] == [[0, 1, 2]]
 
 
 async def test_malformed_record_under_dead_letter_goes_to_the_dead_letter_topic() -> None:
@@ -238,13 +238,13 @@ def committer(delivery: Delivery, **kw: Any) -> tuple[Committer, Settler]:
     return Committer(s, delivery, settler, target, None), settler  # type: ignore[arg-type]
 
 
-def sent(result: Any) -> tuple[asyncio.Future[Any], list[Any], str]:
+def sent(result: Any) -> tuple[asyncio.Future[Any], list[Any], str, TopicPartition]:
     fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
     if isinstance(result, BaseException):
         fut.set_exception(result)
     else:
         fut.set_result(result)
-    return fut, recs(TP0, 0, 1), "t"
+    return fut, recs(TP0, 0, 1), "t", TP0
 
 
 async def test_offsets_are_committed_only_after_their_batch_settled_in_order() -> None:
@@ -252,7 +252,7 @@ async def test_offsets_are_committed_only_after_their_batch_settled_in_order() -
     c, _ = committer(delivery)
     first, second = Pending(offsets={TP0: 10}), Pending(offsets={TP0: 20, TP1: 5})
     late: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-    first.sends.append((late, recs(TP0, 0, 1), "t"))
+    first.sends.append((late, recs(TP0, 0, 1), "t", TP0))
     loop = asyncio.create_task(c.loop())
     await c.queue.put(first)
     await c.queue.put(second)
@@ -335,7 +335,7 @@ async def test_a_lagging_flow_queues_no_more_record_bytes_than_its_memory_budget
     share = 4 * 1024 * 1024 // 4
     late: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
     first = Pending(offsets={TP0: 10})
-    first.sends.append((late, recs(TP0, 0, 1), "t"))
+    first.sends.append((late, recs(TP0, 0, 1), "t", TP0))
     first.bytes["t"] = share - 1000
     second = Pending(offsets={TP0: 20})
     second.sends.append(sent(None))
