@@ -141,26 +141,44 @@ async def converged_view(clusters: dict[str, str]) -> dict[str, str]:
     return digests
 
 
-def read_metrics(demo: Demo, config: Path) -> None:
-    say("6. replication latency and lag, from aa's own metrics (and `aa status`)")
+IN_FLIGHT = 10  # records a caught-up flow may show as lag: heartbeats and the last batch
+
+
+def _inbound(demo: Demo) -> dict[str, dict[str, float]]:
+    """Each running mirror's inbound flows, as its `/metrics` page shows them."""
     import urllib.request
 
+    out: dict[str, dict[str, float]] = {}
     for dc, url in demo.metrics.items():
         with urllib.request.urlopen(f"{url}/metrics", timeout=5) as resp:  # noqa: S310 - our own local endpoint
             flows = flow_metrics(resp.read().decode())
-        for name, m in sorted(flows.items()):
-            if not name.endswith(f"->{dc}") or "records" not in m:
-                continue
-            p50, p99 = m.get("latency_p50_s"), m.get("latency_p99_s")
-            lat = (
-                "-"
-                if p50 is None or p99 is None
-                else f"p50 {p50 * 1000:.0f} ms, p99 {p99 * 1000:.0f} ms"
-            )
-            print(
-                f"   {name:<9} copied {m['records']:>6.0f}  latency {lat:<24} "
-                f"lag {m.get('lag_records', 0):.0f} records"
-            )
+        out |= {n: m for n, m in flows.items() if n.endswith(f"->{dc}") and "records" in m}
+    return out
+
+
+def read_metrics(demo: Demo, config: Path, timeout: float = 60) -> None:
+    say("6. replication latency and lag, from aa's own metrics (and `aa status`)")
+    # every event is everywhere (step 4): wait until each flow's lag gauge has been read since
+    # (a gauge is refreshed every `metrics.lag_interval_s`; heartbeats, written every second,
+    # keep a few records in flight on every flow)
+    deadline = time.monotonic() + timeout
+    flows = _inbound(demo)
+    while any(m.get("lag_records", 0) > IN_FLIGHT for m in flows.values()) and (
+        time.monotonic() < deadline
+    ):
+        time.sleep(1)
+        flows = _inbound(demo)
+    for name, m in sorted(flows.items()):
+        p50, p99 = m.get("latency_p50_s"), m.get("latency_p99_s")
+        lat = (
+            "-"
+            if p50 is None or p99 is None
+            else f"p50 {p50 * 1000:.0f} ms, p99 {p99 * 1000:.0f} ms"
+        )
+        print(
+            f"   {name:<9} copied {m['records']:>6.0f}  latency {lat:<24} "
+            f"lag {m.get('lag_records', 0):.0f} records"
+        )
     aa("status", "--config", str(config), *demo.status_args())
 
 

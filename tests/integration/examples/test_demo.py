@@ -7,6 +7,7 @@ The whole story runs: converged state, metrics and `aa status`, SF down, `aa fai
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 
 import examples.demo
+import examples.demo_story
 from aa.dev import cluster as devcluster
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow]
@@ -42,6 +44,10 @@ def test_demo_small_runs_to_the_end_and_converges(tmp_path: Path) -> None:
         assert done.returncode == 0, out
         assert "Traceback" not in out, out
         assert "converged: yes" in out, out
+        copied = re.findall(r"^ +\w+->\w+ +copied .*$", out, re.MULTILINE)
+        assert len(copied) == 6, out  # step 6: every flow, its lag gauge read after the copy
+        lags = [int(line.split(" lag ")[1].split()[0]) for line in copied]
+        assert max(lags) <= examples.demo_story.IN_FLIGHT, out  # not a stale gauge (issue 12)
         assert "committed 3 partition offsets for group shipping in NYC" in out, out
         assert "committed 3 partition offsets for group shipping in SF" in out, out
         assert "exit code 0 (within thresholds)" in out, out
