@@ -107,3 +107,19 @@ async def test_partition_back_after_rebalance_at_higher_offset_starts_a_new_run(
     assert alone.offset is None or alone.offset <= 3000, alone
     assert alone.exactness != "exact"
     assert _store(topic, "mine").translate("t", 0, 5000).offset == 5000
+
+
+async def test_batches_with_and_without_gaps_translate_exactly_on_both_sides() -> None:
+    """A contiguous batch is one run (written without splitting it record by record); a batch
+    with a gap (skipped or compacted records) is split at the gap. Both translate exactly."""
+    tp = TopicPartition("t", 0)
+    topic = SyncTopic()
+    w = OffsetSyncWriter(topic.producer("mine"), "syncs")
+    w.saw(tp, 0)
+    await w.copied(tp, "t", _recs(0, 9), 100)  # contiguous: 0..9 -> 100..109
+    await w.copied(tp, "t", [*_recs(10, 14), *_recs(30, 34)], 110)  # 15..29 skipped
+    await w.flush()
+    store = _store(topic, "mine")
+    for source, target in ((5, 105), (12, 112), (30, 115), (34, 119)):
+        pos = store.translate("t", 0, source)
+        assert (pos.offset, pos.exactness) == (target, "exact"), (source, pos)
