@@ -30,6 +30,8 @@ from bench.procstat import Sampler
 
 DCS = ("SF", "NYC", "LON")
 T0 = 1_700_000_000_000
+WRITTEN_SINCE_MS = 1_600_000_000_000
+"""``--since`` of a job-only run (``--written``): before any topic the bench wrote."""
 
 
 def raw_events(spark: Any, n: int, keys: int, divergent_every: int, partitions: int) -> Any:
@@ -158,6 +160,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--driver-memory", default="1g")
     p.add_argument("--bootstrap", default=None, help="SF=host:port,NYC=...,LON=... (else local)")
     p.add_argument("--home", default=None, help="folder of the local DCs (default: a temp dir)")
+    p.add_argument(
+        "--written",
+        action="store_true",
+        help="the topics are already written (an earlier run with --bootstrap): run the job only",
+    )
+    p.add_argument("--write-only", action="store_true", help="write the topics, do not run the job")
     args = p.parse_args(argv)
     sizes = args.events or [1_000_000]
     from aa.dev import cluster as devcluster
@@ -176,10 +184,14 @@ def main(argv: list[str] | None = None) -> int:
         devcluster.up(started, heap="512m")
         bootstraps = {c.name: c.bootstrap for c in started}
     try:
-        since = int(time.time() * 1000) - 60_000
-        t = time.monotonic()
-        write_topics(bootstraps, sizes, args.divergent_every, args.partitions)
-        print(json.dumps({"generated_s": round(time.monotonic() - t, 1)}), file=sys.stderr)
+        # topics written by an earlier run: every record they hold is in the window
+        since = WRITTEN_SINCE_MS if args.written else int(time.time() * 1000) - 60_000
+        if not args.written:
+            t = time.monotonic()
+            write_topics(bootstraps, sizes, args.divergent_every, args.partitions)
+            print(json.dumps({"generated_s": round(time.monotonic() - t, 1)}), file=sys.stderr)
+        if args.write_only:
+            return 0
         results = []
         for n in sizes:
             load_before = os.getloadavg()[0]

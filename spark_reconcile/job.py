@@ -29,7 +29,7 @@ from spark_reconcile.findings.missing import EXPIRED, IN_FLIGHT, MISSING
 from spark_reconcile.options import JobOptions, add_arguments, from_args
 from spark_reconcile.plan import ReadPlan
 from spark_reconcile.probe import PartitionRange, Probe, probe
-from spark_reconcile.records import finish, prepare
+from spark_reconcile.records import decode_slow, decode_slow_rows, finish, prepare
 from spark_reconcile.repair import repair
 from spark_reconcile.report import render_html
 from spark_reconcile.session import build_session
@@ -146,7 +146,6 @@ def reconcile(
     opts: JobOptions,
 ) -> dict[str, Any]:
     """Read, find, write Parquet; return the summary (small aggregates only)."""
-    from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
     ranges = probed.ranges
@@ -160,18 +159,25 @@ def reconcile(
     # split big partitions across the cores; small reads stay one task per partition
     split = spark.sparkContext.defaultParallelism if to_read >= SPLIT_READS_FROM else None
     raw = read_dcs(spark, datacenters, ranges, min_partitions=split)
-    # One pass over Kafka: the narrow projection is decoded natively, kept on local disk (never
-    # in the JVM heap, which would have to grow with the data), the few rows the native decoder
-    # refused are decoded in Python, and the finished rows are written once as Parquet. Every
-    # finding then reads only the columns it needs from that file.
-    prepared = raw.transform(prepare(resolvers)).persist(StorageLevel.DISK_ONLY)
+    # One pass over Kafka: the narrow projection is decoded natively and written once as
+    # Parquet on local disk (never kept in the JVM heap, which would have to grow with the
+    # data). The rows the native decoder refused, if any, are decoded in Python from that file
+    # into a second, small one; the records every finding reads are a view over the two.
+    # Findings read only the columns they need.
     records_path = records_dir(opts.out)
-    prepared.transform(finish(window, opts.bucket_ms)).write.mode("overwrite").parquet(
-        str(records_path)
-    )
-    prepared.unpersist()
+    raw.transform(prepare(resolvers)).write.mode("overwrite").parquet(str(records_path))
     stored = spark.read.parquet(str(records_path))
-    records = stored.drop("ev_value", "ev_headers")
+    slow_path = records_path.parent / "slow"
+    if stored.filter(F.col("needs_slow")).isEmpty():
+        # no Python worker starts: every event took the native decoder
+        slow = None
+    else:
+        stored.filter(F.col("needs_slow")).transform(
+            decode_slow_rows("ev_value", "ev_headers")
+        ).write.mode("overwrite").parquet(str(slow_path))
+        slow = spark.read.parquet(str(slow_path))
+    stored = stored if slow is None else stored.filter(~F.col("needs_slow")).unionByName(slow)
+    records = stored.transform(finish(window, opts.bucket_ms)).drop("ev_value", "ev_headers")
     _log().info("reconcile.stage", stage="findings")
     expected = spark.createDataFrame(
         [
@@ -334,6 +340,7 @@ def _recheck(
     late = (
         read_dcs(spark, datacenters, arrived)
         .transform(prepare(resolvers))
+        .transform(decode_slow("ev_value", "ev_headers"))
         .transform(finish(window, opts.bucket_ms))
         .select(F.col("dc").alias("target"), "ltopic", "rid", "src", "event_error")
     )

@@ -125,20 +125,65 @@ def with_provenance(df: Any) -> Any:
 
 
 # The envelope exactly as conflict writes it (orjson, fields in ``Event.to_json`` order, no
-# escapes in key and type, the HLC's DC equal to the origin). Rows that match are decoded
-# natively; every other row of an event topic goes to ``Event.decode`` for its exact verdict.
+# escapes in id, key, type and origin, the HLC's DC equal to the origin) with a payload in a
+# strict JSON grammar: one regular expression decides, no JSON parser runs. Every other row of
+# an event topic goes to ``Event.decode`` for its exact verdict. A JSON parser is not used
+# because Spark's accepts what orjson refuses (infinite numbers, lone surrogates, raw control
+# characters, single quotes), so a broken event would have been read as a good one.
 _ID = "[0-9A-HJKMNP-TV-Z]{26}"
 _DC = "[A-Za-z][A-Za-z0-9_-]{0,31}"
 _TEXT = r'[^"\\\x00-\x1f]+'
-_ENVELOPE_RE = (
-    rf'(?s)^\{{"id":"{_ID}","key":"{_TEXT}","type":"{_TEXT}","origin":"({_DC})",'
-    rf'"hlc":"[0-9]{{1,15}}:[0-9]{{1,20}}:\1","payload":.*\}}$'
+_WS = r"[ \t\n\r]*+"
+# a string: runs of plain characters, escapes between them; \u escapes outside the surrogate
+# range (a surrogate pair is valid JSON but is left to the Python decoder)
+_STRING = (
+    r'"[^"\\\x00-\x1f]*+(?:\\(?:["\\/bfnrt]|u(?![dD][89a-fA-F])[0-9a-fA-F]{4})'
+    r'[^"\\\x00-\x1f]*+)*+"'
 )
-_SUPERSEDES_TAIL_RE = rf',"supersedes":\[(?:"{_ID}"(?:,"{_ID}")*)?\]\}}$'
-_FIELDS = ("id", "key", "type", "origin", "hlc", "supersedes", "payload")
+# finite for orjson: at most 18 significant digits and a 2-digit exponent
+_NUMBER = r"-?+(?:0|[1-9][0-9]{0,17}+)(?:\.[0-9]{1,17}+)?+(?:[eE][+-]?+[0-9]{1,2}+)?+"
+_SCALAR = rf"(?:{_STRING}|{_NUMBER}|true|false|null)"
+PAYLOAD_DEPTH = 4
+"""Arrays and objects nested deeper than this go to the Python decoder."""
+MAX_FAST_BYTES = 2048
+"""Longer values go to the Python decoder: Java's regex engine recurses once per repeated
+group (array element, object member, escape), so an unbounded input could overflow the
+executor thread's stack."""
+
+
+def _json_value(depth: int) -> str:
+    """A JSON value nested at most ``depth`` arrays/objects deep. Each element is written once
+    (followed by a comma that a next element follows, or by the closing bracket), so the
+    pattern doubles per level instead of quadrupling; possessive throughout (no backtracking)."""
+    if depth == 0:
+        return _SCALAR
+    inner = _json_value(depth - 1)
+    member = rf"{_STRING}{_WS}:{_WS}{inner}"
+    array = rf"\[{_WS}(?:{inner}{_WS}(?:,{_WS}(?!\])|(?=\])))*+\]"
+    obj = rf"\{{{_WS}(?:{member}{_WS}(?:,{_WS}(?!\}})|(?=\}})))*+\}}"
+    return rf"(?:{_SCALAR}|{array}|{obj})"
+
+
+_ENVELOPE_RE = (
+    rf'^\{{"id":"{_ID}","key":"{_TEXT}","type":"{_TEXT}","origin":"({_DC})",'
+    rf'"hlc":"[0-9]{{1,15}}:[0-9]{{1,20}}:\1","payload":{_WS}{_json_value(PAYLOAD_DEPTH)}{_WS}'
+    # \z, not $: Java's $ also matches before a final line terminator (\u2028 among them)
+    rf'(?:,"supersedes":\[(?:"{_ID}"(?:,"{_ID}")*+)?+\])?+\}}\z'
+)
 _MAX_PHYSICAL = (1 << 48) - 1
-_ENVELOPE_HEADERS = {"event-id": 3, "event-type": 11, "event-origin": 15, "event-hlc": 19}
-"""Envelope header -> index of the value it must equal in the value split on quotes."""
+_ENVELOPE_HEADERS = ("event-id", "event-type", "event-origin", "event-hlc")
+_ID_AT = len('{"id":"') + 1
+_KEY_AT = _ID_AT + 26 + len('","key":"')
+
+
+def _field_after(text: Any, name: str) -> Any:
+    """The text of string field ``name`` of a value the envelope pattern matched: its first
+    ``"name":"`` is the envelope's (the fields before it hold no quote), up to the next quote."""
+    from pyspark.sql import functions as F
+
+    tag = f'"{name}":"'
+    start = F.instr(text, tag) + len(tag)
+    return F.substring_index(text.substr(start, F.lit(1 << 30)), '"', 1)
 
 
 def _fast_decode() -> tuple[Any, Any, Any]:
@@ -146,29 +191,34 @@ def _fast_decode() -> tuple[Any, Any, Any]:
     from pyspark.sql import functions as F
 
     text = F.col("value").cast("string")
-    parts = F.split(text, '"', 22)
-    keys = F.json_object_keys(text)
-    hlc = F.get(parts, 19)
+    event_id = F.substring(text, _ID_AT, 26)
+    key = F.substring_index(F.substring(text, _KEY_AT, 1 << 30), '"', 1)
+    hlc = _field_after(text, "hlc")
+    want = {
+        "event-id": event_id,
+        "event-type": _field_after(text, "type"),
+        "event-origin": _field_after(text, "origin"),
+        "event-hlc": hlc,
+    }
     # each envelope header present at most once and equal to the value's field (a repeated
-    # one goes to the Python decoder, which decides)
-    headers_agree = F.lit(True)
-    for name, index in _ENVELOPE_HEADERS.items():
+    # one goes to the Python decoder, which decides); most records carry none of them
+    agree = F.lit(True)
+    for name in _ENVELOPE_HEADERS:
         n = _header_count(name)
-        headers_agree = headers_agree & (
-            (n == 0) | ((n == 1) & (_first_text(name) == F.get(parts, index)))
-        )
-    ok = (
-        F.col("value").isNotNull()
-        & F.is_valid_utf8(text)
+        agree = agree & ((n == 0) | ((n == 1) & (_first_text(name) == want[name])))
+    has_envelope_headers = F.arrays_overlap(
+        _header_keys(), F.array(*[F.lit(h) for h in _ENVELOPE_HEADERS])
+    )
+    headers_agree = F.when(~has_envelope_headers, F.lit(True)).otherwise(agree)
+    ok = F.when(
+        F.col("value").isNull() | (F.length(F.col("value")) > MAX_FAST_BYTES), F.lit(False)
+    ).otherwise(
+        F.is_valid_utf8(text)
         & text.rlike(_ENVELOPE_RE)
-        & keys.isNotNull()
-        & (F.size(keys) == F.size(F.array_distinct(keys)))
-        & (F.size(F.array_except(keys, F.array(*[F.lit(f) for f in _FIELDS]))) == 0)
-        & (~F.array_contains(keys, "supersedes") | text.rlike(_SUPERSEDES_TAIL_RE))
         & (F.substring_index(hlc, ":", 1).cast("long") <= F.lit(_MAX_PHYSICAL))
         & headers_agree
     )
-    return F.coalesce(ok, F.lit(False)), F.get(parts, 3), F.get(parts, 7)
+    return F.coalesce(ok, F.lit(False)), event_id, key
 
 
 def _decode_udf() -> Any:
@@ -261,22 +311,32 @@ def widen(df: Any) -> Any:
     )
 
 
-def decode_slow(value: str = "value", headers: str = "headers") -> Callable[[Any], Any]:
-    """Decode the rows with ``needs_slow`` in Python (``Event.decode``: an id, or the exact
-    error); the filter keeps every other row out of the Python workers."""
+def decode_slow_rows(value: str = "value", headers: str = "headers") -> Callable[[Any], Any]:
+    """Decode every row in Python (``Event.decode``: an id, or the exact error); for the rows
+    the native decoder refused only (a Python UDF runs on every row it is given)."""
     from pyspark.sql import functions as F
 
     def transform(df: Any) -> Any:
-        fast = df.filter(~F.col("needs_slow"))
         decoded = _decode_udf()(F.col(value), F.col(headers))
-        slow = (
-            df.filter(F.col("needs_slow"))
-            .withColumn("_ev", decoded)
+        return (
+            df.withColumn("_ev", decoded)
             .withColumn("event_id", F.col("_ev.id"))
             .withColumn("event_key", F.col("_ev.key"))
             .withColumn("event_error", F.col("_ev.error"))
             .drop("_ev")
         )
+
+    return transform
+
+
+def decode_slow(value: str = "value", headers: str = "headers") -> Callable[[Any], Any]:
+    """Decode the rows with ``needs_slow`` in Python (:func:`decode_slow_rows`); the filter
+    keeps every other row out of the Python workers."""
+    from pyspark.sql import functions as F
+
+    def transform(df: Any) -> Any:
+        fast = df.filter(~F.col("needs_slow"))
+        slow = df.filter(F.col("needs_slow")).transform(decode_slow_rows(value, headers))
         return fast.unionByName(slow)
 
     return transform
@@ -314,15 +374,11 @@ def prepare(resolvers: Mapping[str, str]) -> Callable[[Any], Any]:
 
 
 def finish(window: Window, bucket_ms: int) -> Callable[[Any], Any]:
-    """Prepared rows -> normalised rows: the Python decoder for the rows that need it, then
-    identity, window and bucket."""
+    """Prepared rows whose events are decoded (:func:`decode_slow` or
+    :func:`decode_slow_rows` done) -> normalised rows: identity, window and bucket."""
 
     def transform(df: Any) -> Any:
-        return (
-            df.transform(widen)
-            .transform(decode_slow("ev_value", "ev_headers"))
-            .transform(with_identity(window, bucket_ms))
-        )
+        return df.transform(widen).transform(with_identity(window, bucket_ms))
 
     return transform
 

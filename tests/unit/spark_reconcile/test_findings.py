@@ -196,3 +196,44 @@ def test_native_event_decode_agrees_with_conflicts_decoder(spark: Any) -> None:
     fast = df.filter("not needs_slow").select("offset").collect()
     # only conflict's own layout (whitespace inside the payload is fine) takes the fast path
     assert {r.offset for r in fast} == {0, 1, 2, 8}
+
+
+def test_payload_conflict_refuses_is_not_accepted_by_the_native_decoder(spark: Any) -> None:
+    """Payloads a JSON parser lets through but ``Event.decode`` (orjson) refuses: an infinite
+    number, a lone surrogate, a raw control character, single quotes. Each must be an event
+    error (reported as malformed), never a decoded event."""
+    from conflict import ConflictError, Event
+    from spark_reconcile.events import event_value
+
+    good = event_value("k", (T0, 0, "SF"), {"a": 1})
+    payloads = [
+        b"1e999",
+        b"[1e308,1e309]",
+        b'"\\ud800"',
+        b'"a\x01b"',
+        b"'a'",
+        # and some it accepts, nested and flat, with whitespace, escapes and big numbers
+        b'{"a":{"b":[1,2,{"c":null}]},"d":"\\u00e9\\n"}',
+        b"[ 1 , -0.5e-3 , true , false , null ]",
+        b"12345678901234567890123456789012345678901234567890",
+        b'"\\ud83d\\ude00"',
+        # long, just under and over the native decoder's size limit: no regex stack overflow
+        b"[" + b",".join([b"1"] * 950) + b"]",
+        b'"' + b"\\n" * 940 + b'"',
+        b"[" + b",".join([b"[{}]"] * 380) + b"]",
+        b"[" + b",".join([b"1"] * 3000) + b"]",
+        b'"' + b"\\n" * 3000 + b'"',
+    ]
+    rows = [
+        ("SF", "users", "users", 0, i, b"k", good.replace(b'{"a":1}', p), T0, [])
+        for i, p in enumerate(payloads)
+    ]
+    df = spark.createDataFrame(rows, raw_schema()).transform(normalise(WINDOW, 60_000, RESOLVERS))
+    got = {r.offset: r.event_error is None and r.event_id is not None for r in df.collect()}
+    for i, (*_, value, _ts, _hs) in enumerate(rows):
+        try:
+            Event.decode(value)
+            want = True
+        except ConflictError:
+            want = False
+        assert got[i] == want, (i, payloads[i][:60], "decoded" if got[i] else "refused")
