@@ -20,7 +20,7 @@ from aa.mirror.pending import Batch, Pending
 from aa.mirror.placement import Placement
 from aa.mirror.refusals import REFUSED
 from aa.mirror.settings import FlowSettings
-from aa.mirror.target import Target, partition_for
+from aa.mirror.target import Target, appender, partition_for, seal
 from aa.mirror.types import Malformed, Router, Skip
 from aa.observe.metrics import Metrics
 from aa.offsets.writer import OffsetSyncWriter
@@ -70,7 +70,7 @@ class Forwarder:
             if limits is not None:
                 cap, no_null_key, oldest, newest = limits.screen(now_ms)
             new_batch, mark = self.target.new_batch, self.target.mark
-            open_batches: dict[int, tuple[Any, list[Any]]] = {}
+            open_batches: dict[int, tuple[Any, list[Any], Any]] = {}
             nbytes = forwarded = 0
             routes = self.router.route_batch(tp.topic, tp.partition, records)
             for r, route in zip(records, routes, strict=True):
@@ -97,16 +97,18 @@ class Forwarder:
                     route.extend(stamp)  # the router's list is this record's own
                     slot = open_batches.get(p)
                     if slot is None:
-                        slot = open_batches[p] = (new_batch(limits), [])
+                        builder = new_batch(limits)
+                        slot = open_batches[p] = (builder, [], appender(builder))
                     held = slot[1]
-                    headers = route if held else route + mark  # a batch's first: see batches
-                    if slot[0].append(timestamp=ts, key=key, value=value, headers=headers) is None:
+                    n = len(held)
+                    headers = route if n else route + mark  # a batch's first: see batches
+                    if slot[2](n, ts, key, value, headers) is None:
                         await self._submit(slot, target, p, pending, tp)
-                        slot = open_batches[p] = (new_batch(limits), [])
+                        builder = new_batch(limits)
+                        slot = open_batches[p] = (builder, [], appender(builder))
                         held = slot[1]
                         # an empty batch takes any record; the size was checked above
-                        headers = route + mark
-                        slot[0].append(timestamp=ts, key=key, value=value, headers=headers)
+                        slot[2](0, ts, key, value, route + mark)
                     held.append(r)
                     nbytes += size
                     forwarded += 1
@@ -132,13 +134,14 @@ class Forwarder:
 
     async def _submit(
         self,
-        slot: tuple[Any, list[Any]],
+        slot: tuple[Any, list[Any], Any],
         target: str,
         partition: int,
         pending: Pending,
         source: TopicPartition,
     ) -> None:
-        builder, held = slot
+        builder, held, _ = slot
+        seal(builder, len(held))
         fut = await self.target.submit(builder, target, partition)
         pending.sends.append((fut, held, target, source))
 

@@ -368,3 +368,23 @@ async def test_a_batch_larger_than_the_byte_share_still_moves_when_nothing_is_he
     await c.queue.put(None)
     await asyncio.wait_for(loop, 5)
     assert c.in_flight.held == 0
+
+
+def test_a_batch_filled_on_the_hot_path_carries_its_record_count_and_records() -> None:
+    """The forwarder appends to aiokafka's record-batch builder directly; once sealed, the
+    batch's record count (the idempotent producer's sequence numbers follow it) and its
+    records are what BatchBuilder.append would have made."""
+    from aiokafka.producer.message_accumulator import BatchBuilder
+    from aiokafka.record.memory_records import MemoryRecords
+
+    from aa.mirror.target import appender, seal
+
+    builder = BatchBuilder(16384, 0)
+    append = appender(builder)
+    for n in range(3):
+        assert append(n, 1000 + n, None, b"v%d" % n, [("h", b"%d" % n)]) is not None
+    seal(builder, 3)
+    assert builder.record_count() == 3
+    batch = MemoryRecords(bytes(builder._build())).next_batch()
+    got = [(r.offset, r.timestamp, r.value, list(r.headers)) for r in batch]
+    assert got == [(n, 1000 + n, b"v%d" % n, [("h", b"%d" % n)]) for n in range(3)]
