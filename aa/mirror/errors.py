@@ -24,3 +24,17 @@ class FlowError(AaError):
 
 def _rebuild(cls: type[FlowError], message: str, kind: str, retriable: bool) -> FlowError:
     return cls(message, kind=kind, retriable=retriable)
+
+
+def aiokafka_part(client: Any, path: str, needs: str) -> Any:
+    """The private object at ``path`` below an aiokafka client (``"_fetcher._x"``: the
+    ``_fetcher`` that has an ``_x``), where aa sets what aiokafka has no option for. If a later
+    aiokafka renames it, the flow refuses to start instead of behaving differently."""
+    owner_name, attr = path.split(".")
+    owner = getattr(client, owner_name, None)
+    if owner is None or not hasattr(owner, attr):
+        raise RuntimeError(
+            f"this aiokafka has no {type(client).__name__}.{path}: aa cannot {needs}; install "
+            "the aiokafka version pyproject.toml pins"
+        )
+    return owner

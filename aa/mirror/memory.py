@@ -24,6 +24,7 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any
 
+from aa.mirror.errors import aiokafka_part
 from aa.mirror.settings import FlowSettings
 
 MIB = 1024 * 1024
@@ -69,13 +70,11 @@ class PartitionShare:
         """``consumer`` is started (its fetcher exists), built with the per-partition size
         :data:`MIN_PARTITION_FETCH`: nothing fetched before the first :meth:`follow` passes the
         budget's share."""
-        fetcher = getattr(consumer, "_fetcher", None)
-        if fetcher is None or not hasattr(fetcher, "_max_partition_fetch_bytes"):
-            raise RuntimeError(
-                "this aiokafka has no consumer._fetcher._max_partition_fetch_bytes: aa cannot "
-                "keep a flow within tuning.memory_budget_mb; install the aiokafka version "
-                "pyproject.toml pins"
-            )
+        fetcher = aiokafka_part(
+            consumer,
+            "_fetcher._max_partition_fetch_bytes",
+            "keep a flow within tuning.memory_budget_mb",
+        )
         self._budget, self._consumer, self._fetcher = budget, consumer, fetcher
         self._assigned = -1
 

@@ -15,7 +15,7 @@ from aiokafka.errors import KafkaTimeoutError, UnknownTopicOrPartitionError
 from aiokafka.partitioner import murmur2
 from aiokafka.producer.message_accumulator import BatchBuilder
 
-from aa.mirror.errors import FlowError
+from aa.mirror.errors import FlowError, aiokafka_part
 from aa.mirror.limits import TargetLimits, record_size
 from aa.mirror.refusals import DEAD_LETTER_REASON
 from aa.mirror.settings import FlowSettings
@@ -39,13 +39,11 @@ def never_expire(producer: AIOKafkaProducer) -> None:
     again. No option controls it: the accumulator's private TTL is set here; if a later aiokafka
     renames it, the flow refuses to start rather than silently reorder.
     """
-    accumulator = getattr(producer, "_message_accumulator", None)
-    if accumulator is None or not hasattr(accumulator, "_batch_ttl"):
-        raise RuntimeError(
-            "this aiokafka has no producer._message_accumulator._batch_ttl: aa cannot keep a "
-            "leaderless target partition's batches in order; install the aiokafka version "
-            "pyproject.toml pins"
-        )
+    accumulator = aiokafka_part(
+        producer,
+        "_message_accumulator._batch_ttl",
+        "keep a leaderless target partition's batches in order",
+    )
     accumulator._batch_ttl = float("inf")
 
 
