@@ -11,6 +11,7 @@ import contextlib
 import difflib
 import math
 import re
+import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -120,10 +121,20 @@ class Field:
         out = []
         for item in raw:
             text = item.text()
-            try:
-                re.compile(text)
-            except re.error as exc:
-                raise item.error(f"invalid regular expression {text!r}: {exc}") from None
+            with warnings.catch_warnings():
+                # Python reads `[[` (a "possible nested set") unlike Java's class union, and
+                # says so with a FutureWarning: refuse it rather than select by a guess
+                warnings.simplefilter("error", FutureWarning)
+                try:
+                    re.compile(text)
+                except FutureWarning as w:
+                    raise item.error(
+                        f"ambiguous regular expression {text!r}: {str(w).lower()}; escape a "
+                        "literal '[' as '\\[' (and write a union such as [[a-z][0-9]] as "
+                        "[a-z0-9])"
+                    ) from None
+                except re.error as exc:
+                    raise item.error(f"invalid regular expression {text!r}: {exc}") from None
             out.append(text)
         return tuple(out)
 

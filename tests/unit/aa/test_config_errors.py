@@ -173,6 +173,14 @@ CASES: list[tuple[str, str, str]] = [
         r"topics\.exclude\[0\]: invalid regular expression",
     ),
     (
+        # Python warns (FutureWarning) and reads it unlike Java's union `[[a-z][0-9]]`: refused,
+        # so a topic is never selected or left out by a reading the user did not mean
+        "topics-nested-set",
+        DCS + "topics: ['[[a-z][0-9]]']\n",
+        r"topics\[0\]: ambiguous regular expression '\[\[a-z\]\[0-9\]\]': possible nested set.*"
+        r"escape a literal '\[' as '\\\['",
+    ),
+    (
         "loop-mode",
         DCS + "loop_prevention: names\n",
         r"loop_prevention: invalid value 'names'; allowed: headers \| prefix",

@@ -208,6 +208,11 @@ MM2_ERRORS = [
         r"^mm2\.properties: topics: invalid regular expression '\(b'.*\(aa field topics\.include\[1\]\)",
     ),
     (
+        "regex-nested-set",
+        BASE + "A->B.enabled = true\nA->B.topics = [[\n",
+        r"^mm2\.properties: A->B\.topics: (ambiguous|invalid) regular expression '\[\['",
+    ),
+    (
         "bad-cluster-name",
         "clusters = A.1, B\nA.1.bootstrap.servers = a:1\nB.bootstrap.servers = b:1\n",
         r"no flow is enabled|invalid DC name",
