@@ -83,12 +83,16 @@ def suspects(topic_dcs: Mapping[str, Sequence[str]]) -> Callable[[Any], Any]:
 
     def transform(evs: Any) -> Any:
         per_dc = (
-            evs.select("ltopic", "resolver", "key", "dc", "event_id", "vhash")
+            # the 64-bit hash of (event id, value hash) is what the digest XORs: shuffling and
+            # de-duplicating it instead of the 26-character id keeps every row fixed-width there
+            evs.select(
+                "ltopic", "resolver", "key", "dc", F.xxhash64("event_id", "vhash").alias("h")
+            )
             # every aggregation below groups by (ltopic, key) and more: one shuffle serves all
             .repartition("ltopic", "key")
             .distinct()  # a copy held twice must not cancel itself out of the XOR
             .groupBy("ltopic", "resolver", "key", "dc")
-            .agg(F.bit_xor(F.xxhash64("event_id", "vhash")).alias("digest"))
+            .agg(F.bit_xor("h").alias("digest"))
         )
         per_key = per_dc.groupBy("ltopic", "resolver", "key").agg(
             F.bit_or(lookup(bit, "dc")).alias("held"),
