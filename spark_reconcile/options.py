@@ -57,7 +57,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="logical topics holding conflict events (regex; resolver default lww); repeatable",
     )
     p.add_argument("--master", default=None, help="Spark master (default local[*])")
-    p.add_argument("--driver-memory", default="2g", help="Spark driver memory (default 2g)")
+    p.add_argument(
+        "--driver-memory",
+        default="1g",
+        help="Spark driver memory for a local master (default 1g: the records are on disk, "
+        "nothing kept grows with the data; spark-submit's own setting wins)",
+    )
     p.add_argument(
         "--shuffle-partitions",
         type=int,

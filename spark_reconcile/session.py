@@ -19,7 +19,7 @@ def under_spark_submit() -> bool:
 def build_session(
     *,
     master: str | None = None,
-    driver_memory: str = "2g",
+    driver_memory: str = "1g",
     shuffle_partitions: int | None = None,
     jars: Sequence[Path] | None = None,
     extra: Mapping[str, str] | None = None,
