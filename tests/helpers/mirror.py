@@ -18,6 +18,15 @@ from aa.mirror.types import Malformed, Route, Skip
 from aa.observe.metrics import Metrics
 
 
+def sf_to_nyc(sf: str, nyc: str, group_id: str, **settings: Any) -> FlowSettings:
+    """The SF->NYC flow settings most flow tests use: plain bootstrap clients, ``settings`` on
+    top of the defaults."""
+    return FlowSettings(
+        "SF", "NYC", {"bootstrap_servers": sf}, {"bootstrap_servers": nyc}, group_id=group_id,
+        **settings,
+    )  # fmt: skip
+
+
 class OriginOnlyRouter:
     """Full-mesh headers routing for one topic pattern: forward only records written locally."""
 

@@ -27,7 +27,7 @@ from tests.helpers.kafka import (
     produce,
     wait_for_partitions,
 )
-from tests.helpers.mirror import OriginOnlyRouter, committed, exact, running_flow
+from tests.helpers.mirror import OriginOnlyRouter, committed, exact, running_flow, sf_to_nyc
 
 pytestmark = pytest.mark.integration
 
@@ -54,9 +54,7 @@ async def test_transactional_source_commits_past_the_commit_marker(
     finally:
         await producer.stop()
     group = unique_name("g")
-    settings = FlowSettings(
-        "SF", "NYC", {"bootstrap_servers": sf}, {"bootstrap_servers": nyc}, group_id=group
-    )
+    settings = sf_to_nyc(sf, nyc, group)
     metrics = Metrics()
     async with running_flow(settings, OriginOnlyRouter("SF", "NYC", exact(topic)), metrics):
         await consume_all(nyc, topic, count=20, timeout=60)
@@ -119,13 +117,7 @@ async def _copies_when_a_second_owner_joins(
     sf, nyc = dc_clusters["SF"].bootstrap, dc_clusters["NYC"].bootstrap
     topic = await create_topic(sf, unique_name("revoke"), partitions=2)
     await produce(sf, topic, [Rec(None, f"{i}".encode(), partition=i % 2) for i in range(200)])
-    settings = FlowSettings(
-        "SF",
-        "NYC",
-        {"bootstrap_servers": sf},
-        {"bootstrap_servers": nyc},
-        group_id=unique_name("g"),
-    )
+    settings = sf_to_nyc(sf, nyc, unique_name("g"))
     router = OriginOnlyRouter("SF", "NYC", exact(topic))
     first = first_flow(settings, router)
     stop = asyncio.Event()
@@ -204,12 +196,10 @@ async def test_source_partitions_grown_keep_their_partition_while_topic_sync_cat
     the new partitions get their own once the flow grew the target on first sight."""
     sf, nyc = dc_clusters["SF"].bootstrap, dc_clusters["NYC"].bootstrap
     topic = await create_topic(sf, unique_name("grow"), partitions=2)
-    settings = FlowSettings(
-        "SF",
-        "NYC",
-        {"bootstrap_servers": sf},
-        {"bootstrap_servers": nyc},
-        group_id=unique_name("g"),
+    settings = sf_to_nyc(
+        sf,
+        nyc,
+        unique_name("g"),
         topic_sync_interval_s=3600,  # no periodic sync during the test
     )
     # null keys: only the source partition says where a record belongs

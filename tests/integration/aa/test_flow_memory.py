@@ -17,7 +17,7 @@ from aa.mirror.target import Target
 from aa.observe.metrics import Metrics
 from tests.conftest import DcCluster
 from tests.helpers.kafka import Rec, create_topic, eventually, produce
-from tests.helpers.mirror import OriginOnlyRouter, exact
+from tests.helpers.mirror import OriginOnlyRouter, exact, sf_to_nyc
 
 pytestmark = pytest.mark.integration
 
@@ -67,15 +67,7 @@ async def test_lagging_flow_buffers_no_more_fetched_bytes_than_its_memory_budget
     topic = await create_topic(sf, unique_name("memory"), partitions=PARTITIONS)
     value = b"m" * 512
     await produce(sf, topic, [Rec(None, value, partition=i % PARTITIONS) for i in range(15_000)])
-    settings = FlowSettings(
-        "SF",
-        "NYC",
-        {"bootstrap_servers": sf},
-        {"bootstrap_servers": nyc},
-        group_id=unique_name("g"),
-        offset_syncs=False,
-        memory_budget_mb=2,
-    )
+    settings = sf_to_nyc(sf, nyc, unique_name("g"), offset_syncs=False, memory_budget_mb=2)
     flow = _HeldFlow(settings, OriginOnlyRouter("SF", "NYC", exact(topic)))
     stop = asyncio.Event()
     task = asyncio.create_task(flow.run(stop))

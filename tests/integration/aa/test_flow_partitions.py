@@ -8,10 +8,9 @@ from collections.abc import Callable
 
 import pytest
 
-from aa.mirror.settings import FlowSettings
 from tests.conftest import DcCluster
 from tests.helpers.kafka import Rec, consume_all, create_topic, produce
-from tests.helpers.mirror import OriginOnlyRouter, exact, running_flow
+from tests.helpers.mirror import OriginOnlyRouter, exact, running_flow, sf_to_nyc
 
 pytestmark = pytest.mark.integration
 
@@ -41,14 +40,7 @@ async def test_copy_preserves_partition_timestamp_headers(
         for i in range(3000)
     ]
     await produce(sf, topic, sent)
-    settings = FlowSettings(
-        "SF",
-        "NYC",
-        {"bootstrap_servers": sf},
-        {"bootstrap_servers": nyc},
-        group_id=unique_name("g"),
-        max_poll_records=500,
-    )
+    settings = sf_to_nyc(sf, nyc, unique_name("g"), max_poll_records=500)
     async with running_flow(settings, OriginOnlyRouter("SF", "NYC", exact(topic))):
         got = await consume_all(nyc, topic, count=3000, timeout=60, settle=0.5)
     assert len(got) == 3000
@@ -75,14 +67,7 @@ async def test_fewer_target_partitions_go_by_key_hash(
     await create_topic(nyc, topic, partitions=2)
     sent = [Rec(f"key-{i % 11}".encode(), f"{i}".encode(), partition=i % 4) for i in range(400)]
     await produce(sf, topic, sent)
-    settings = FlowSettings(
-        "SF",
-        "NYC",
-        {"bootstrap_servers": sf},
-        {"bootstrap_servers": nyc},
-        group_id=unique_name("g"),
-        topic_sync=False,
-    )
+    settings = sf_to_nyc(sf, nyc, unique_name("g"), topic_sync=False)
     async with running_flow(settings, OriginOnlyRouter("SF", "NYC", exact(topic))):
         got = await consume_all(nyc, topic, count=400, timeout=60)
     partitions_of_key: dict[bytes, set[int]] = {}
@@ -105,13 +90,7 @@ async def test_topic_sync_copies_configs_and_grows_partitions(
         config={"retention.ms": "3600000", "min.insync.replicas": "1"},
     )
     await create_topic(nyc, topic, partitions=1, config={"retention.ms": "1000"})
-    settings = FlowSettings(
-        "SF",
-        "NYC",
-        {"bootstrap_servers": sf},
-        {"bootstrap_servers": nyc},
-        group_id=unique_name("g"),
-    )
+    settings = sf_to_nyc(sf, nyc, unique_name("g"))
     await produce(sf, topic, [Rec(b"k", b"v", partition=1)])
     async with running_flow(settings, OriginOnlyRouter("SF", "NYC", exact(topic))):
         await consume_all(nyc, topic, count=1, timeout=60)
