@@ -30,14 +30,11 @@ from types import FrameType
 import yaml
 
 from aa.dev import cluster
+from examples.steps import run_interruptibly, say
 
 DCS = ("SF", "NYC", "LON")
 TOPIC = "orders"
 METRICS_BASE_PORT = 9464
-
-
-def say(msg: str) -> None:
-    print(f"\n== {msg}", flush=True)
 
 
 def _port_free(port: int) -> bool:
@@ -245,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
         start_mirrors(demo, config)
         from examples.demo_story import story
 
-        asyncio.run(story(demo, config, args))
+        run_interruptibly(story(demo, config, args))
     except KeyboardInterrupt:
         say("interrupted: stopping what the demo started")
         demo.stop_everything()

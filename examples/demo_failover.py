@@ -18,6 +18,7 @@ from rich.console import Console
 from aa.admin import ClusterAdmin
 from aa.dev import cluster
 from conflict import EventWriter
+from examples.steps import say
 
 if TYPE_CHECKING:
     from examples.demo import Demo
@@ -25,10 +26,6 @@ if TYPE_CHECKING:
 TOPIC = "orders"
 GROUP = "shipping"
 console = Console(highlight=False)
-
-
-def say(msg: str) -> None:
-    print(f"\n== {msg}", flush=True)
 
 
 def aa(*args: str, show: bool = True) -> subprocess.CompletedProcess[str]:

@@ -17,6 +17,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from aa.cli.status_model import flow_metrics
 from conflict import EventWriter, Materializer, PatternConsumer, ResolverRegistry
 from examples.demo_failover import aa, dc_goes_down
+from examples.steps import say
 
 if TYPE_CHECKING:
     from examples.demo import Demo
@@ -24,10 +25,6 @@ if TYPE_CHECKING:
 DCS = ("SF", "NYC", "LON")
 TOPIC = "orders"
 BOOKS = ["Dune", "Emma", "Ulysses", "Beloved", "Kindred", "Middlemarch"]
-
-
-def say(msg: str) -> None:
-    print(f"\n== {msg}", flush=True)
 
 
 async def write_conflicts(clusters: dict[str, str], keys: int) -> int:

@@ -1,0 +1,72 @@
+"""The demo's steps and its Ctrl-C: each step is announced by :func:`say`, and the story runs
+under :func:`run_interruptibly`, so that Ctrl-C stops it at the latest at the next step.
+
+``asyncio.run`` turns the first Ctrl-C into one cancellation of the story. A library that
+catches that cancellation (Python 3.11's ``asyncio.wait_for`` loses one when the awaited call
+finishes at the same moment, and aiokafka waits that way) lets the story run on, and the user's
+Ctrl-C is ignored. Here the cancellation is repeated until the story ends, and every step
+boundary checks for it, so the demo always stops and cleans up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from collections.abc import Coroutine
+from types import FrameType
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+RECANCEL_S = 0.5
+"""How often an interrupted story is cancelled again while it has not ended."""
+
+_interrupted = False
+
+
+def say(msg: str) -> None:
+    """Announce a step; after Ctrl-C, stop here instead (``KeyboardInterrupt``)."""
+    if _interrupted:
+        raise KeyboardInterrupt
+    print(f"\n== {msg}", flush=True)
+
+
+def run_interruptibly(main: Coroutine[Any, Any, T]) -> T:
+    """``asyncio.run(main)``, except that Ctrl-C (SIGINT) always ends it with
+    ``KeyboardInterrupt``; a second Ctrl-C raises it at once."""
+    global _interrupted
+    _interrupted = False
+    try:
+        with asyncio.Runner() as runner:
+            loop = runner.get_loop()
+            task = loop.create_task(main)
+
+            def cancel_until_done() -> None:
+                if not task.done():
+                    task.cancel()
+                    loop.call_later(RECANCEL_S, cancel_until_done)
+
+            def on_sigint(signum: int, frame: FrameType | None) -> None:
+                global _interrupted
+                if _interrupted:
+                    raise KeyboardInterrupt
+                _interrupted = True
+                loop.call_soon_threadsafe(cancel_until_done)
+
+            previous = signal.signal(signal.SIGINT, on_sigint)
+            try:
+                result = runner.run(_await(task))
+            except asyncio.CancelledError:
+                if not _interrupted:
+                    raise
+            finally:
+                signal.signal(signal.SIGINT, previous)
+        if _interrupted:  # cancelled, or it swallowed every cancellation and still ended
+            raise KeyboardInterrupt
+        return result
+    finally:
+        _interrupted = False  # the caller handles the interrupt from here (and may say() more)
+
+
+async def _await(task: asyncio.Task[T]) -> T:
+    return await task
