@@ -187,6 +187,7 @@ class ExactlyOnce:
     async def commit(self, ready: Mapping[TopicPartition, int], *, final: bool) -> bool:
         if not final or not self._open:
             return False
+        ready = self._not_behind(ready)
         if not self._dirty and not ready:
             return True
         clients = self.clients
@@ -216,6 +217,22 @@ class ExactlyOnce:
         await self._guard(producer.begin_transaction())
         self._dirty = False
         return True  # the caller counts the copies: committed now
+
+    def _not_behind(self, ready: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
+        """The offsets of ``ready`` that do not move a partition back.
+
+        The source consumer has no group: after a restart it fetches from the earliest offset
+        and :meth:`admit` drops what was copied. Until a partition's first fetch is dropped,
+        its position is behind the stored offset; a fetch that returned only copied records
+        of other partitions made the flow commit those positions ("moved past markers"), and
+        a kill in that window copied the partition again. Never store less than copied."""
+        out = {}
+        for tp, offset in ready.items():
+            nxt = self._next.get(tp, 0)
+            if offset >= nxt:
+                out[tp] = offset
+                self._next[tp] = offset
+        return out
 
     def refusal(self, exc: BaseException) -> FlowError | None:
         return self.fenced(exc) if is_fenced(exc) else None

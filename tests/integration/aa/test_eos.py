@@ -11,10 +11,13 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
+import orjson
 import pytest
+from aiokafka import TopicPartition
 
 from aa.mirror.eos import stored_offsets
 from aa.mirror.settings import FlowSettings
+from aa.tail import read_topic
 from tests.conftest import DcCluster
 from tests.helpers.kafka import Rec, consume_all, create_topic, eventually, produce
 from tests.helpers.mirror import OriginOnlyRouter, exact, running_flow
@@ -125,3 +128,50 @@ async def test_kill9_every_few_seconds_exactly_once(
         lambda: consume_all(nyc, topic, count=total, timeout=60, settle=1.0), timeout=90
     )
     print(f"kills={kills} read_uncommitted={len(raw)} read_committed={len(got)}")
+
+
+async def test_restarted_eos_flow_never_moves_a_stored_offset_back(
+    dc_clusters: dict[str, DcCluster], unique_name: Callable[[str], str]
+) -> None:
+    """A restarted exactly-once flow re-reads its source from where the target's stored offsets
+    say, and never stores an offset below one it stored before. (It fetched from the earliest
+    offset and filtered what was copied; a fetch that returned only copied records committed
+    the other partitions' fetch positions, still at 0, over their stored offsets: a kill -9 in
+    that window copied those partitions again.)"""
+    sf, nyc = dc_clusters["SF"].bootstrap, dc_clusters["NYC"].bootstrap
+    a, b = _dcs()
+    topic = await create_topic(sf, unique_name("eos-back"), partitions=3)
+    settings = FlowSettings(
+        a,
+        b,
+        {"bootstrap_servers": sf},
+        {"bootstrap_servers": nyc},
+        group_id=unique_name("g"),
+        delivery="exactly-once",
+        max_poll_records=10,
+        commit_interval_s=0.001,
+    )
+    router = OriginOnlyRouter(a, b, exact(topic))
+    await produce(sf, topic, [Rec(None, f"{i}".encode(), partition=i % 3) for i in range(300)])
+    async with running_flow(settings, router):
+        await consume_all(nyc, topic, count=300, timeout=60, isolation_level="read_committed")
+    async with running_flow(settings, router) as (flow, _):
+
+        async def at_end() -> bool:
+            tps = [TopicPartition(topic, p) for p in range(3)]
+            try:
+                consumer = flow.consumer
+            except AssertionError:  # not started yet
+                return False
+            if set(tps) - consumer.assignment():
+                return False
+            return all([await consumer.position(tp) >= 100 for tp in tps])
+
+        await eventually(at_end, timeout=60)
+    history: dict[int, list[int]] = {}
+    for r in await read_topic(settings.eos_offsets_topic, settings.target_client):
+        t, _, p = r.key.decode().rpartition("/")
+        if t == topic:
+            history.setdefault(int(p), []).append(int(orjson.loads(r.value)["offset"]))
+    assert {p: max(h) for p, h in history.items()} == {0: 100, 1: 100, 2: 100}, history
+    assert all(h == sorted(h) for h in history.values()), f"stored offsets moved back: {history}"
