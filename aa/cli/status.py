@@ -154,6 +154,9 @@ def _eta(f: Any) -> str:
     return "-"
 
 
+LAST_ERROR_WIDTH = 60
+"""The last-error column's width; longer errors wrap over several lines."""
+
 STATE_STYLE = {"running": "green", "starting": "cyan", "backoff": "yellow", "failed": "bold red"}
 
 
@@ -179,7 +182,13 @@ def render(dcs: list[DcStatus], stale_after_s: float) -> Group:
             "catch-up",
             "last error",
         ):
-            t.add_column(col, justify="right" if col in ("lag", "lag s", "restarts") else "left")
+            t.add_column(
+                col,
+                justify="right" if col in ("lag", "lag s", "restarts") else "left",
+                # a long error wraps in its column (at words), never cut: it says what to fix
+                max_width=LAST_ERROR_WIDTH if col == "last error" else None,
+                overflow="fold",
+            )
         for f in d.flows:
             hb = _num(f.heartbeat_age_s, unit="s")
             hb_style = "red" if (f.heartbeat_age_s or 0) > stale_after_s else ""
@@ -197,7 +206,7 @@ def render(dcs: list[DcStatus], stale_after_s: float) -> Group:
                 Text(hb, style=hb_style),
                 _num(f.restarts, "{}"),
                 _eta(f),
-                Text((f.last_error or "-")[:60], style="red" if f.last_error else ""),
+                Text(f.last_error or "-", style="red" if f.last_error else ""),
             )
         for name, task in sorted(d.tasks.items()):
             if task.get("restarts") or task.get("last_error"):
@@ -210,7 +219,7 @@ def render(dcs: list[DcStatus], stale_after_s: float) -> Group:
                     "",
                     str(task.get("restarts", 0)),
                     "",
-                    str(task.get("last_error") or "-")[:60],
+                    str(task.get("last_error") or "-"),
                 )
         tables.append(t)
     return Group(*tables)

@@ -117,3 +117,34 @@ async def test_status_with_every_dc_down_shows_them_and_exits_1(tmp_path: Path) 
     bad = await aa_cli("status", "--config", str(config), "--metrics", "XX=http://h:1")
     assert bad.code == 2, bad
     assert "--metrics XX: unknown DC" in bad.err, bad
+
+
+def test_status_shows_a_long_last_error_whole_not_cut_mid_word(tmp_path: Path) -> None:
+    """The table cut a flow's (and a background task's) last error at 60 characters, mid-word,
+    and the rest was only in --json; it wraps in its column now."""
+    from rich.console import Console
+
+    from aa.cli.status import render
+
+    topology = load_config(
+        write_topology(tmp_path / "t.yaml", {"SF": "127.0.0.1:1", "NYC": "127.0.0.1:2"})
+    )
+    error = (
+        "SF->NYC: NYC/orders refused the batch holding orders/0@17 (RecordTooLargeError); "
+        "set on_error: dead-letter"
+    )
+    task_error = "GroupLoadInProgressError: the coordinator of group shipping is loading its state"
+    proc = ProcessSnapshot(
+        "http://127.0.0.1:9465",
+        health={
+            "flows": {"SF->NYC": {"state": "failed", "restarts": 0, "last_error": error}},
+            "tasks": {"checkpoints": {"state": "backoff", "restarts": 1, "last_error": task_error}},
+        },
+        metrics={},
+    )
+    dcs = build(topology, {"SF": None, "NYC": None}, {}, {}, {"NYC": proc}, now_ms=0)
+    console = Console(width=200, record=True, color_system=None)
+    console.print(render(dcs, stale_after_s=30.0))
+    shown = " ".join(console.export_text().replace("│", " ").split())
+    for words in (error.split(), task_error.split()):
+        assert all(w in shown for w in words), shown
