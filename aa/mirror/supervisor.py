@@ -21,6 +21,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from aiokafka.errors import KafkaError
+
+from aa.errors import AaError
 from aa.logs import get_logger
 from aa.mirror.flow import FlowError, MirrorFlow
 from aa.mirror.settings import FlowSettings
@@ -197,7 +200,10 @@ class Supervisor:
                 Exception
             ) as exc:  # any crash: log with cause, count, restart (logged, so BLE ok)
                 state.last_error = repr(exc)
-                log.error("background_task_failed", task=name, error=repr(exc), exc_info=exc)
+                if isinstance(exc, AaError | KafkaError):  # explained: a DC down, a refusal
+                    log.error("background_task_failed", task=name, error=repr(exc))
+                else:  # a crash: its traceback
+                    log.error("background_task_failed", task=name, error=repr(exc), exc_info=exc)
             else:
                 if self.stopping.is_set():
                     break

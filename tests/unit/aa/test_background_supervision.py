@@ -9,9 +9,10 @@ import logging
 
 import orjson
 import pytest
+from aiokafka.errors import KafkaConnectionError
 from structlog.testing import capture_logs
 
-from aa.background import BackgroundTask
+from aa.background import BackgroundTask, LagExportError
 from aa.mirror.supervisor import Backoff, Supervisor
 from aa.observe.http import MetricsServer
 from aa.observe.metrics import Metrics
@@ -68,6 +69,44 @@ async def test_crashed_background_task_is_logged_counted_restarted_and_shown_in_
     assert "checkpoint topic unreachable" in failed[0]["error"]
     assert failed[0]["exc_info"] is not None  # the traceback, not only the message
     assert sup.health()[1]["tasks"]["checkpoints:SF->NYC"]["state"] == "stopped"
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        LagExportError(
+            "lag of SF->NYC could not be read: KafkaConnectionError('Unable to bootstrap')"
+        ),
+        KafkaConnectionError("Unable to bootstrap from [('127.0.0.1', 1)]"),
+    ],
+    ids=["explained", "kafka"],
+)
+async def test_background_task_failing_on_a_down_dc_logs_one_line_not_a_traceback(
+    error: Exception,
+) -> None:
+    """With every DC down, `aa run` logged a 40-line traceback per lag retry (every few
+    seconds). An error aa explains (AaError) or a Kafka client error is one line with its
+    message; counting, restarting and /healthz are the same as for a crash."""
+    calls = 0
+
+    async def lag(stop: asyncio.Event) -> None:
+        nonlocal calls
+        calls += 1
+        if calls <= 2:
+            raise error
+        await stop.wait()
+
+    sup = Supervisor([], Metrics(), backoff=Backoff(initial_s=0.01, max_s=0.01))
+    sup.extra_tasks.append(BackgroundTask("lag", lag))
+    with capture_logs() as logs:
+        runner = asyncio.create_task(sup.run(install_signals=False))
+        await _until(lambda: calls >= 3)
+        sup.stop()
+        await asyncio.wait_for(runner, 30)
+    failed = [e for e in logs if e["event"] == "background_task_failed"]
+    assert len(failed) == 2
+    assert all("Unable to bootstrap" in e["error"] and "exc_info" not in e for e in failed), failed
+    assert sup.health()[1]["tasks"]["lag"]["restarts"] == 2
 
 
 async def test_background_task_that_returns_early_is_restarted() -> None:
