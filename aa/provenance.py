@@ -280,3 +280,8 @@ class LocalStamp:
         if not app_headers:
             return [self._origin, self._path, src]
         return [*app_headers, self._origin, self._path, src]
+
+    def parts(self) -> tuple[tuple[str, bytes], tuple[str, bytes], bytes]:
+        """The origin and path headers and the ``aa-src`` prefix (before the offset digits),
+        for the batch re-encoder (:mod:`aa.mirror.restamp`)."""
+        return self._origin, self._path, self._src_prefix

@@ -23,11 +23,10 @@ from typing import Any
 from aiokafka.consumer import fetcher
 from aiokafka.producer.message_accumulator import BatchBuilder
 from aiokafka.record.default_records import DefaultRecordBatchBuilder
-from aiokafka.record.memory_records import MemoryRecords
 from aiokafka.structs import TopicPartition
 
 from aa.config import read_yaml
-from aa.mirror import batches
+from aa.mirror import batches, restamp
 from aa.mirror.limits import TargetLimits
 from aa.mirror.route import Forwarder
 from aa.mirror.settings import FlowSettings
@@ -95,6 +94,9 @@ class _Target:
     def new_batch(self, limits: Any) -> BatchBuilder:
         return BatchBuilder(512 * 1024, 0)
 
+    def new_raw_batch(self, limits: Any) -> BatchBuilder:
+        return restamp.RawBuilder(512 * 1024, 0, is_transactional=False)
+
     async def submit(self, builder: Any, topic: str, partition: int) -> asyncio.Future[Any]:
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         fut.set_result(None)
@@ -133,9 +135,14 @@ def main(argv: list[str] | None = None) -> None:
 
     lean = getattr(batches, "LeanRecords", None)  # the flow's consumer decodes lean
 
+    raw = args.forwarder and restamp.enabled()  # as aa run: AA_PURE_PYTHON=1 turns it off
+
     def decode() -> list[Any]:
         skipper = batches.BatchSkipper("SF") if args.marks else (lean() if lean else None)
-        records = fetcher.PartitionRecords(TP, MemoryRecords(blob), [], 0, skipper, None, True, 0)
+        if skipper is not None:
+            skipper.raw = raw
+        fetched = fetcher.MemoryRecords(blob)  # batches.install() wraps it (the bytes, for raw)
+        records = fetcher.PartitionRecords(TP, fetched, [], 0, skipper, None, True, 0)
         return list(records)
 
     def copy() -> int:
@@ -167,7 +174,9 @@ def main(argv: list[str] | None = None) -> None:
             fn()
         return float((time.perf_counter() - start) / args.repeat / reads * 1e6)
 
-    print(f"forwarded {copy()} of {reads} records read ({'marked' if args.marks else 'unmarked'})")
+    marked = "marked" if args.marks else "unmarked"
+    path = "batch path (aa.mirror.restamp)" if raw else "record path"
+    print(f"forwarded {copy()} of {reads} records read ({marked}, {path})")
     print(f"decode: {per_read(decode):.2f} us per record read")
     print(f"decode + route + append: {per_read(copy):.2f} us per record read")
     if args.profile:

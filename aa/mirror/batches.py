@@ -17,6 +17,11 @@ objects as its batches decode them, with offset, timestamp, key, value and heade
 into a tuple; a third of a W1 flow's CPU per record). They carry no topic or partition: the flow
 keeps the partition with each fetched list (:class:`aa.mirror.pending.Pending`).
 
+A consumer whose switch has ``raw`` set (the flow's, when :func:`aa.mirror.restamp.enabled`)
+gets each uncompressed, non-transactional batch that starts at or after its fetch position as
+one :class:`~aa.mirror.restamp.RawBatch`, undecoded, for the batch path of
+:mod:`aa.mirror.restamp`; aiokafka's position still moves record batch by record batch.
+
 aiokafka has no hook for this: its fetcher builds a ``PartitionRecords`` per fetched partition
 from the module-level name. :func:`install` replaces that name once, with a subclass that acts
 only for consumers whose ``key_deserializer`` is a :class:`LeanRecords` (and then deserializes
@@ -28,6 +33,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import struct
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
@@ -35,12 +41,18 @@ from typing import Any
 from aiokafka.consumer import fetcher as _fetcher
 from aiokafka.structs import TopicPartition
 
+from aa.mirror.restamp import RawBatch
 from aa.provenance import BATCH, batch_marked_by
+
+_LENGTH = struct.Struct(">i")
 
 
 class LeanRecords:
     """The per-consumer switch: pass it as the consumer's ``key_deserializer`` to get
     aiokafka's decoded records as they are (see the module doc)."""
+
+    raw = False
+    """Hand out eligible batches undecoded (:class:`~aa.mirror.restamp.RawBatch`)."""
 
     def __call__(self, key: bytes | None) -> bytes | None:  # never called: see _PartitionRecords
         return key
@@ -107,35 +119,103 @@ class _Peeked:
         return next(self._records)
 
 
+class _Raw:
+    """What aiokafka sees in place of a batch handed out undecoded: a batch of one item, the
+    :class:`RawBatch` (its ``offset`` is the batch's first), and the real batch's attributes."""
+
+    __slots__ = ("_batch", "_raw")
+
+    def __init__(self, batch: Any, raw: RawBatch) -> None:
+        self._batch, self._raw = batch, raw
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._batch, name)
+
+    def validate_crc(self) -> bool:
+        return True  # checked before it was handed out
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter((self._raw,))
+
+
 class _Records:
-    """``MemoryRecords`` as aiokafka reads it, with mirror-written batches replaced."""
+    """``MemoryRecords`` as aiokafka reads it, with mirror-written batches replaced (a
+    skipper) and eligible batches handed out undecoded (``data``: the fetched bytes)."""
 
     def __init__(
-        self, records: Any, tp: TopicPartition, skipper: BatchSkipper, check_crcs: bool, at: int
+        self,
+        records: Any,
+        tp: TopicPartition,
+        skipper: BatchSkipper | None,
+        check_crcs: bool,
+        at: int,
+        data: Any,
     ) -> None:
         self._records, self._tp, self._skipper, self._check_crcs = records, tp, skipper, check_crcs
         self._at = at  # the fetch offset: records before it are not this fetch's
+        self._data = memoryview(data) if data is not None else None
+        self._pos = 0  # where the next batch starts in data
 
     def has_next(self) -> bool:
         return bool(self._records.has_next())
 
     def next_batch(self) -> Any:
         batch = self._records.next_batch()
+        data = start = None
+        if self._data is not None and batch is not None:
+            data, start = self._data, self._pos  # MemoryRecords frames batches the same way
+            self._pos = start + 12 + _LENGTH.unpack_from(data, start + 8)[0]
         if batch is None or batch.is_control_batch or getattr(batch, "magic", 2) < 2:
+            return batch
+        raw = (
+            data is not None
+            and batch.compression_type == 0
+            and not batch.is_transactional
+            and batch.timestamp_type == 0
+            and batch.base_offset >= self._at
+        )
+        if self._skipper is None and not raw:
             return batch
         if self._check_crcs and not batch.validate_crc():
             return batch  # aiokafka raises CorruptRecordException for it
-        records = iter(batch)  # aiokafka's C batch decodes from its __iter__ on
-        first = next(records, None)
-        if first is None:  # emptied by compaction: nothing to read (nor to iterate again)
-            return _Skipped(batch.base_offset, batch.next_offset)
-        if self._skipper.skips(first.headers, batch.producer_id):
-            self._skipper.skipped[self._tp] += batch.next_offset - max(self._at, first.offset)
-            self._at = batch.next_offset
-            return _Skipped(batch.base_offset, batch.next_offset)
-        return _Peeked(batch, first, records)
+        if self._skipper is not None:
+            records = iter(batch)  # aiokafka's C batch decodes from its __iter__ on
+            first = next(records, None)
+            if first is None:  # emptied by compaction: nothing to read (nor to iterate again)
+                return _Skipped(batch.base_offset, batch.next_offset)
+            if self._skipper.skips(first.headers, batch.producer_id):
+                self._skipper.skipped[self._tp] += batch.next_offset - max(self._at, first.offset)
+                self._at = batch.next_offset
+                return _Skipped(batch.base_offset, batch.next_offset)
+            if not raw:
+                return _Peeked(batch, first, records)
+        assert data is not None
+        at = batch.base_offset
+        return _Raw(
+            batch, RawBatch(data[start : self._pos], at, batch.next_offset, batch.max_timestamp)
+        )
 
 
+class _Fetched:
+    """aiokafka's ``MemoryRecords`` of one fetched partition, with the bytes it reads (for
+    :class:`_Records`); other consumers get the ``MemoryRecords`` itself."""
+
+    __slots__ = ("data", "records")
+
+    def __init__(self, data: Any) -> None:
+        self.data, self.records = data, _Memory(data)
+
+    def has_next(self) -> bool:
+        return bool(self.records.has_next())
+
+    def size_in_bytes(self) -> int:
+        return int(self.records.size_in_bytes())
+
+    def next_batch(self) -> Any:
+        return self.records.next_batch()
+
+
+_Memory: Any = _fetcher.MemoryRecords
 _Base: Any = _fetcher.PartitionRecords
 
 
@@ -151,10 +231,16 @@ class _PartitionRecords(_Base):  # type: ignore[misc]  # aiokafka's class is unt
         check_crcs: bool,
         isolation_level: Any,
     ) -> None:
+        data = None
+        if type(records) is _Fetched:
+            data, records = records.data, records.records
         lean = isinstance(key_deserializer, LeanRecords)
         if lean:
-            if isinstance(key_deserializer, BatchSkipper):
-                records = _Records(records, tp, key_deserializer, check_crcs, fetch_offset)
+            skipper = key_deserializer if isinstance(key_deserializer, BatchSkipper) else None
+            if not key_deserializer.raw:
+                data = None
+            if skipper is not None or data is not None:
+                records = _Records(records, tp, skipper, check_crcs, fetch_offset, data)
             key_deserializer = None
         super().__init__(
             tp, records, aborted_transactions, fetch_offset, key_deserializer,
@@ -181,11 +267,14 @@ def install() -> None:
     current = getattr(_fetcher, "PartitionRecords", None)
     if current is _PartitionRecords:
         return
-    if current is not _Base or not all(
-        hasattr(_Base, name) for name in ("_unpack_records", "_consumer_record")
+    if (
+        current is not _Base
+        or getattr(_fetcher, "MemoryRecords", None) is not _Memory
+        or not all(hasattr(_Base, name) for name in ("_unpack_records", "_consumer_record"))
     ):
         raise RuntimeError(
             "this aiokafka has no consumer.fetcher.PartitionRecords as aa knows it: aa cannot "
             "skip mirror-written batches; install the aiokafka version pyproject.toml pins"
         )
     _fetcher.PartitionRecords = _PartitionRecords
+    _fetcher.MemoryRecords = _Fetched

@@ -21,7 +21,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
 from aa.admin import ClusterAdmin
 from aa.logs import get_logger
-from aa.mirror import batches
+from aa.mirror import batches, restamp
 from aa.mirror.commit import Committer
 from aa.mirror.delivery import AtLeastOnce, Delivery, FlowClients
 from aa.mirror.eos import ExactlyOnce
@@ -138,10 +138,13 @@ class MirrorFlow:
             if not getattr(self.router, "forwards_mirrored", lambda: True)():
                 self._skipper = batches.BatchSkipper(s.source)
             budget = MemoryBudget.of(s)
+            lean = self._skipper or batches.LeanRecords()
+            # local batches re-encoded whole (not in transactions): see restamp
+            lean.raw = restamp.enabled() and not self.delivery.transactional
             consumer = self._consumer = AIOKafkaConsumer(
                 **s.source_client,
                 # lean records, and mirror-written batches skipped: see batches
-                key_deserializer=self._skipper or batches.LeanRecords(),
+                key_deserializer=lean,
                 group_id=group,
                 enable_auto_commit=False,
                 auto_offset_reset="earliest",
@@ -160,7 +163,11 @@ class MirrorFlow:
             consumer.subscribe(pattern=self.router.subscription(), listener=listener)
             self.metrics.up.labels(**self._labels).set(1)
             self.log.info(
-                "flow_started", group=group, delivery=s.delivery, pattern=self.router.subscription()
+                "flow_started",
+                group=group,
+                delivery=s.delivery,
+                pattern=self.router.subscription(),
+                batch_restamp=lean.raw,
             )
             try:
                 async with asyncio.TaskGroup() as tg:

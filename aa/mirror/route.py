@@ -15,16 +15,43 @@ from typing import Any
 from aiokafka import TopicPartition
 
 from aa.mirror.errors import FlowError
-from aa.mirror.limits import headers_size
+from aa.mirror.limits import TargetLimits, headers_size
 from aa.mirror.pending import Batch, Pending
 from aa.mirror.placement import Placement
 from aa.mirror.refusals import REFUSED
+from aa.mirror.restamp import (
+    Held,
+    RawBatch,
+    RawBuilder,
+    Stamp,
+    append,
+    encode_header,
+    encoded_stamp,
+    expand,
+    next_offset,
+    record_count,
+)
 from aa.mirror.settings import FlowSettings
 from aa.mirror.target import Target, appender, partition_for, seal
 from aa.mirror.types import Malformed, Router, Skip
 from aa.observe.metrics import Metrics
 from aa.offsets.writer import OffsetSyncWriter
 from aa.provenance import MIRRORED_AT
+
+
+class _Run:
+    """One source partition's share of a fetched batch on its way through :class:`Forwarder`:
+    where it goes, the target batches open per target partition, and what was forwarded."""
+
+    __slots__ = ("forwarded", "limits", "nbytes", "now_ms", "open", "parts", "target", "tp")
+
+    def __init__(self, tp: TopicPartition, target: str, parts: int | None, now_ms: int) -> None:
+        self.tp, self.target, self.now_ms = tp, target, now_ms
+        self.parts = parts
+        """Partitions of a re-partitioned target (records go by key hash); ``None``: same."""
+        self.limits: TargetLimits | None = None
+        self.open: dict[int, tuple[Any, Any, Any]] = {}
+        self.forwarded = self.nbytes = 0
 
 
 class Forwarder:
@@ -48,93 +75,184 @@ class Forwarder:
         self.metrics = metrics
         self.set_lag = set_lag
         self._labels = {"source": settings.source, "target": settings.target}
+        self._mark = b"".join(encode_header(k, v) for k, v in target.mark)
+        """The ``aa-batch`` mark encoded, for the batch path."""
+        self._stamps: dict[TopicPartition, Stamp] = {}
 
     async def forward(self, batch: Batch) -> Pending:
         """Route a fetched batch and submit it; the :class:`Pending` the commit stage settles."""
         pending = Pending()
         now_ms = int(time.time() * 1000)
-        stamp = [(MIRRORED_AT, str(now_ms).encode())]
         skipped: Counter[tuple[str, str]] = Counter()
         for tp, records in batch.items():
             if self.syncs is not None:
                 self.syncs.saw(tp, records[0].offset)
             target = await self.placement.target_topic(tp.topic)
             if target is None:
-                skipped[(tp.topic, "not-routed")] += len(records)
-                pending.offsets[tp] = records[-1].offset + 1
+                skipped[(tp.topic, "not-routed")] += record_count(records)
+                pending.offsets[tp] = next_offset(records)
                 continue
             parts, same_partition = await self.placement.place(tp, target)
-            if not same_partition and self.syncs is not None:
-                await self.syncs.repartitioned(tp, target, records)  # translation refuses
-            limits = self.placement.limits.get(target)
-            if limits is not None:
-                cap, no_null_key, oldest, newest = limits.screen(now_ms)
-            new_batch, mark = self.target.new_batch, self.target.mark
-            open_batches: dict[int, tuple[Any, list[Any], Any]] = {}
-            nbytes = forwarded = 0
-            routes = self.router.route_batch(tp.topic, tp.partition, records)
-            for r, route in zip(records, routes, strict=True):
-                if type(route) is list:
-                    ts, key, value = r.timestamp, r.key, r.value
-                    size = (len(value) if value is not None else 0) + (
-                        len(key) if key is not None else 0
-                    )
-                    refused = None
-                    if limits is not None and (  # inline screen; refusal() decides and says why
-                        size > cap
-                        or (key is None and no_null_key)
-                        or (ts != -1 and (ts < oldest or ts > newest))
-                        or (r.headers and size + headers_size(r.headers) > cap)
-                    ):
-                        refused = limits.refusal(r, now_ms)
-                    if refused is not None:
-                        # The broker would refuse the whole batch holding it, and aiokafka's
-                        # idempotent producer does not recover from that: refuse it here.
-                        if await self._refuse(pending, tp, r, refused.kind, refused.detail):
-                            break
-                        continue
-                    p = tp.partition if same_partition else partition_for(key, parts)
-                    route.extend(stamp)  # the router's list is this record's own
-                    slot = open_batches.get(p)
-                    if slot is None:
-                        builder = new_batch(limits)
-                        slot = open_batches[p] = (builder, [], appender(builder))
-                    held = slot[1]
-                    n = len(held)
-                    headers = route if n else route + mark  # a batch's first: see batches
-                    if slot[2](n, ts, key, value, headers) is None:
-                        await self._submit(slot, target, p, pending, tp)
-                        builder = new_batch(limits)
-                        slot = open_batches[p] = (builder, [], appender(builder))
-                        held = slot[1]
-                        # an empty batch takes any record; the size was checked above
-                        slot[2](0, ts, key, value, route + mark)
-                    held.append(r)
-                    nbytes += size
-                    forwarded += 1
-                elif isinstance(route, Skip):
-                    skipped[(tp.topic, route.reason)] += 1
-                elif isinstance(route, Malformed) and await self._refuse(
-                    pending, tp, r, "malformed-headers", route.error
-                ):
-                    break
-            for p, slot in open_batches.items():
+            if not same_partition:
+                records = expand(records)  # the batch path keeps partitions
+                if self.syncs is not None:
+                    await self.syncs.repartitioned(tp, target, records)  # translation refuses
+            run = _Run(tp, target, None if same_partition else parts, now_ms)
+            run.limits = self.placement.limits.get(target)
+            if type(records[-1]) is RawBatch or type(records[0]) is RawBatch:
+                await self._raw(pending, run, records, skipped)
+            else:
+                await self._records(pending, run, records, skipped)
+            for p, slot in run.open.items():
                 if slot[1]:
                     await self._submit(slot, target, p, pending, tp)
             if pending.malformed is not None:
                 break  # refused with on_error=fail: nothing after it in this batch
-            pending.offsets[tp] = records[-1].offset + 1
-            pending.copied[tp.topic] += forwarded
-            pending.bytes[tp.topic] += nbytes
+            after = next_offset(records)
+            pending.offsets[tp] = after
+            pending.copied[tp.topic] += run.forwarded
+            pending.bytes[tp.topic] += run.nbytes
             pending.timestamps.append(records[-1].timestamp)
-            self.set_lag(tp, records[-1].offset + 1)
+            self.set_lag(tp, after)
         for (topic, reason), n in skipped.items():
             self.metrics.skipped.labels(**self._labels, topic=topic, reason=reason).inc(n)
         return pending
 
+    async def _raw(
+        self, pending: Pending, run: _Run, records: list[Any], skipped: Counter[tuple[str, str]]
+    ) -> None:
+        """A fetched list holding :class:`RawBatch`\\ es: each through the batch path of
+        :mod:`aa.mirror.restamp` when it takes it, the rest (decoded) through the record path."""
+        tp = run.tp
+        stamp = self._stamps.get(tp)
+        local_stamp = getattr(self.router, "local_stamp", None)  # FlowRouter's
+        if stamp is None and local_stamp is not None:
+            stamp = self._stamps[tp] = Stamp(local_stamp(tp.topic, tp.partition))
+        if run.parts is not None:
+            stamp = None  # re-partitioned: the record path
+        screen = run.limits.screen(run.now_ms) if run.limits is not None else None
+        post = encoded_stamp(run.now_ms)
+        loose: list[Any] = []  # decoded records waiting for the record path, in order
+        for item in records:
+            if type(item) is not RawBatch:
+                loose.append(item)
+                continue
+            if stamp is not None:
+                if loose:
+                    if not await self._records(pending, run, loose, skipped):
+                        return  # a refused record stopped the flow
+                    loose = []
+                if await self._restamp(pending, run, item, stamp, post, screen):
+                    continue
+            loose.extend(item.records())
+        if loose:
+            await self._records(pending, run, loose, skipped)
+
+    async def _restamp(
+        self,
+        pending: Pending,
+        run: _Run,
+        raw: RawBatch,
+        stamp: Stamp,
+        post: bytes,
+        screen: tuple[int, bool, int, int] | None,
+    ) -> bool:
+        """``raw`` re-encoded into the open batch of its partition (new batches as they fill);
+        false when the batch path does not take it, or a record-path batch is open there
+        (nothing was written)."""
+        p = run.tp.partition
+        start = 0
+        while True:
+            slot = run.open.get(p)
+            if slot is not None and type(slot[0]) is not RawBuilder and slot[1]:
+                # a record-path batch is open: records join it one by one until it is sent,
+                # so target batches end where the record path alone would end them
+                return False
+            if slot is None or type(slot[0]) is not RawBuilder:
+                builder = self.target.new_raw_batch(run.limits)
+                slot = run.open[p] = (builder, Held(), appender(builder))
+            builder, held, _ = slot
+            got = append(builder, raw, start, len(held), stamp, post, self._mark, screen)
+            if got is None:
+                return False
+            written, nbytes = got
+            held.add(raw, start, start + written)
+            run.forwarded += written
+            run.nbytes += nbytes
+            start += written
+            if start >= raw.count:
+                return True
+            await self._submit(slot, run.target, p, pending, run.tp)
+            del run.open[p]
+
+    async def _records(
+        self, pending: Pending, run: _Run, records: list[Any], skipped: Counter[tuple[str, str]]
+    ) -> bool:
+        """The record path: each record routed, screened and appended; false when a refused
+        record stops the flow (``on_error: fail``)."""
+        tp, target, parts, limits, now_ms = run.tp, run.target, run.parts, run.limits, run.now_ms
+        if limits is not None:
+            cap, no_null_key, oldest, newest = limits.screen(now_ms)
+        stamp = [(MIRRORED_AT, str(now_ms).encode())]
+        new_batch, mark = self.target.new_batch, self.target.mark
+        open_batches = run.open
+        nbytes = forwarded = 0
+        go_on = True
+        routes = self.router.route_batch(tp.topic, tp.partition, records)
+        for r, route in zip(records, routes, strict=True):
+            if type(route) is list:
+                ts, key, value = r.timestamp, r.key, r.value
+                size = (len(value) if value is not None else 0) + (
+                    len(key) if key is not None else 0
+                )
+                refused = None
+                if limits is not None and (  # inline screen; refusal() decides and says why
+                    size > cap
+                    or (key is None and no_null_key)
+                    or (ts != -1 and (ts < oldest or ts > newest))
+                    or (r.headers and size + headers_size(r.headers) > cap)
+                ):
+                    refused = limits.refusal(r, now_ms)
+                if refused is not None:
+                    # The broker would refuse the whole batch holding it, and aiokafka's
+                    # idempotent producer does not recover from that: refuse it here.
+                    if await self._refuse(pending, tp, r, refused.kind, refused.detail):
+                        go_on = False
+                        break
+                    continue
+                p = tp.partition if parts is None else partition_for(key, parts)
+                route.extend(stamp)  # the router's list is this record's own
+                slot = open_batches.get(p)
+                if slot is None:
+                    builder = new_batch(limits)
+                    slot = open_batches[p] = (builder, [], appender(builder))
+                held = slot[1]
+                n = len(held)
+                headers = route if n else route + mark  # a batch's first: see batches
+                if slot[2](n, ts, key, value, headers) is None:
+                    await self._submit(slot, target, p, pending, tp)
+                    builder = new_batch(limits)
+                    slot = open_batches[p] = (builder, [], appender(builder))
+                    held = slot[1]
+                    # an empty batch takes any record; the size was checked above
+                    slot[2](0, ts, key, value, route + mark)
+                held.append(r)
+                nbytes += size
+                forwarded += 1
+            elif isinstance(route, Skip):
+                skipped[(tp.topic, route.reason)] += 1
+            elif isinstance(route, Malformed) and await self._refuse(
+                pending, tp, r, "malformed-headers", route.error
+            ):
+                go_on = False
+                break
+        run.forwarded += forwarded
+        run.nbytes += nbytes
+        return go_on
+
     async def _submit(
         self,
-        slot: tuple[Any, list[Any], Any],
+        slot: tuple[Any, Any, Any],
         target: str,
         partition: int,
         pending: Pending,

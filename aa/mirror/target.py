@@ -18,6 +18,7 @@ from aiokafka.producer.message_accumulator import BatchBuilder
 from aa.mirror.errors import FlowError, aiokafka_part
 from aa.mirror.limits import TargetLimits, record_size
 from aa.mirror.refusals import DEAD_LETTER_REASON
+from aa.mirror.restamp import RawBuilder
 from aa.mirror.settings import FlowSettings
 from aa.observe.metrics import Metrics
 from aa.provenance import SRC, batch_mark
@@ -81,6 +82,8 @@ def appender(builder: Any) -> Callable[[int, int, Any, Any, Any], Any]:
     frame, a serializer call and a counter per record: a seventh of a W1 flow's CPU), so
     :func:`seal` must give the builder its record count before it is sent. Anything else
     (test fakes) goes through its ``append``."""
+    if type(builder) is RawBuilder:
+        return builder.append_record
     inner = getattr(builder, "_builder", None)
     if type(builder) is BatchBuilder and inner is not None and hasattr(builder, "_relative_offset"):
         return inner.append  # type: ignore[no-any-return]
@@ -92,7 +95,7 @@ def appender(builder: Any) -> Callable[[int, int, Any, Any, Any], Any]:
 def seal(builder: Any, count: int) -> None:
     """Give a builder filled through :func:`appender` its record count (the producer numbers
     an idempotent batch's sequence by it)."""
-    if type(builder) is BatchBuilder:
+    if type(builder) in (BatchBuilder, RawBuilder):
         builder._relative_offset = count
 
 
@@ -136,6 +139,15 @@ class Target:
         # aiokafka's own codec table (the producer's compression, on a smaller batch)
         codec = AIOKafkaProducer._COMPRESSORS[compression][1] if compression else 0
         return BatchBuilder(cap, codec, is_transactional=self.transactional)
+
+    def new_raw_batch(self, limits: TargetLimits | None) -> RawBuilder:
+        """A batch the batch path of :mod:`aa.mirror.restamp` appends to (same size and
+        compression as :meth:`new_batch`)."""
+        cap = limits.batch_cap if limits is not None else None
+        size = self.settings.batch_size if cap is None else min(cap, self.settings.batch_size)
+        compression = self.settings.compression
+        codec = AIOKafkaProducer._COMPRESSORS[compression][1] if compression else 0
+        return RawBuilder(size, codec, is_transactional=self.transactional)
 
     async def submit(self, builder: Any, topic: str, partition: int) -> asyncio.Future[Any]:
         """Hand a full batch to the producer; its future resolves once the target acked it."""

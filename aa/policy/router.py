@@ -144,22 +144,23 @@ class FlowRouter:
         for key, _ in headers:
             if key.startswith(PREFIX):
                 return self._with_provenance(topic, partition, offset, headers)
+        return self.local_stamp(topic, partition).headers(offset, headers)
+
+    def local_stamp(self, topic: str, partition: int) -> LocalStamp:
+        """The headers every record of ``topic``/``partition`` without ``aa-*`` headers gets
+        when the topic is copied (what :meth:`route_batch` appends to its own headers)."""
         stamp = self._stamps.get((topic, partition))
         if stamp is None:
             stamp = self._stamps[(topic, partition)] = LocalStamp(
                 self.source, self.target, topic, partition
             )
-        return stamp.headers(offset, headers)
+        return stamp
 
     def route_batch(self, topic: str, partition: int, records: Sequence[RecordLike]) -> list[Route]:
         """:meth:`route` for every record of one fetched partition batch, in order."""
         if self.topics.decide(topic).target is None:
             return [SKIP_NOT_ROUTED] * len(records)
-        stamp = self._stamps.get((topic, partition))
-        if stamp is None:
-            stamp = self._stamps[(topic, partition)] = LocalStamp(
-                self.source, self.target, topic, partition
-            )
+        stamp = self.local_stamp(topic, partition)
         out: list[Route] = []
         append = out.append
         local = stamp.headers
@@ -208,12 +209,7 @@ class FlowRouter:
 
     def _local(self, topic: str, partition: int, offset: int, headers: Headers) -> Route:
         """A record written in the source DC by an application, stale ``aa-*`` headers and all."""
-        stamp = self._stamps.get((topic, partition))
-        if stamp is None:
-            stamp = self._stamps[(topic, partition)] = LocalStamp(
-                self.source, self.target, topic, partition
-            )
-        return stamp.headers(offset, strip(headers))
+        return self.local_stamp(topic, partition).headers(offset, strip(headers))
 
     def _decide(self, topic: str, origin: bytes, path: bytes, src_at: bytes) -> Route | _Forward:
         raw = [(ORIGIN, origin), (PATH, path), (SRC, src_at + b"/0")]

@@ -1,0 +1,243 @@
+"""Local record batches re-encoded whole: the W1 hot path without a Python object per record.
+
+A flow copying records that applications wrote in its source DC (no ``aa-*`` headers) adds the
+same provenance to each: its headers, then ``aa-origin``, ``aa-path``, ``aa-src`` (a prefix plus
+the offset), ``aa-ts`` and, on a target batch's first record, ``aa-batch``. Decoding such a
+record into a Python object, routing it and appending it to a batch builder costs a few
+microseconds; the compiled helper ``aa.mirror._restamp`` instead walks the source batch's bytes
+and appends every record, re-encoded with those headers, to the target batch in one call.
+
+The common case only: the flow's consumer hands out a :class:`RawBatch` (the batch undecoded)
+for a fetched batch that is uncompressed, non-transactional, not a control batch, CreateTime,
+magic 2, CRC checked and wholly at or after the fetch position (:mod:`aa.mirror.batches`).
+The helper takes it only when every record is well formed, has contiguous offsets, no header
+key starting with ``aa-`` or outside ASCII, and is inside the target's limits; otherwise it
+writes nothing and the batch is decoded by aiokafka and routed record by record as before
+(:meth:`RawBatch.records`). Same-partition copies only: a re-partitioned target decodes too.
+
+The output is byte for byte what the record path writes (``tests/unit/aa/test_restamp.py``
+compares them): the target batch is aiokafka's pure-Python record batch builder, whose buffer
+the helper appends to and whose header, CRC and compression aiokafka writes as usual.
+
+Where the helper is not built (no C compiler at install time), or ``AA_PURE_PYTHON=1`` is set
+in the environment, or the flow is exactly-once (its batches are transactional), the flow
+takes the record path only; ``flow_started`` logs which (``batch_restamp``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from typing import Any, overload
+
+from aiokafka.producer.message_accumulator import BatchBuilder
+from aiokafka.record import default_records
+
+from aa.provenance import MIRRORED_AT, SRC, LocalStamp
+
+try:
+    from aa.mirror import _restamp as _helper
+except ImportError:  # not built: the record path only (see the module doc)
+    _helper = None  # type: ignore[assignment]  # the module's absence is the fallback
+
+_PyBuilder: Any = getattr(default_records, "_DefaultRecordBatchBuilderPy", None)
+_DecodedBatch: Any = default_records.DefaultRecordBatch
+
+PURE_PYTHON_ENV = "AA_PURE_PYTHON"
+
+
+def available() -> bool:
+    """Whether the compiled helper and the aiokafka parts it relies on are here."""
+    return _helper is not None and _PyBuilder is not None
+
+
+def enabled() -> bool:
+    """Whether flows should take the batch path: :func:`available`, and not switched off by
+    ``AA_PURE_PYTHON=1`` (read when a flow starts)."""
+    return available() and os.environ.get(PURE_PYTHON_ENV, "") in ("", "0")
+
+
+class RawBatch:
+    """A fetched source batch, not decoded: ``offset`` is its first offset (at or after the
+    fetch position), ``next_offset`` the one after its last, ``timestamp`` its max timestamp."""
+
+    __slots__ = ("count", "data", "next_offset", "offset", "timestamp")
+
+    def __init__(self, data: Any, offset: int, next_offset: int, timestamp: int) -> None:
+        self.data = data
+        self.offset = offset
+        self.next_offset = next_offset
+        self.count = next_offset - offset
+        self.timestamp = timestamp
+
+    def records(self) -> list[Any]:
+        """Its records, decoded by aiokafka as the flow's consumer would (the record path)."""
+        return [r for r in _DecodedBatch(bytes(self.data)) if r.offset >= self.offset]
+
+
+def next_offset(records: Sequence[Any]) -> int:
+    """The offset after a fetched list (records and :class:`RawBatch`\\ es)."""
+    last = records[-1]
+    return last.next_offset if type(last) is RawBatch else int(last.offset) + 1
+
+
+def record_count(records: Sequence[Any]) -> int:
+    return sum(r.count if type(r) is RawBatch else 1 for r in records)
+
+
+def expand(records: list[Any]) -> list[Any]:
+    """A fetched list with every :class:`RawBatch` decoded (for the record path)."""
+    if not any(type(r) is RawBatch for r in records):
+        return records
+    out: list[Any] = []
+    for r in records:
+        if type(r) is RawBatch:
+            out.extend(r.records())
+        else:
+            out.append(r)
+    return out
+
+
+class Held(Sequence[Any]):
+    """The source records of a target batch filled by the batch path: spans of raw batches
+    (and the odd decoded record), read back as records only where the settle stage needs them
+    (a refused batch); offset syncs read the first and last."""
+
+    __slots__ = ("_n", "_spans")
+
+    def __init__(self) -> None:
+        self._spans: list[tuple[Any, int, int]] = []
+        self._n = 0
+
+    def append(self, record: Any) -> None:
+        self._spans.append((record, 0, 1))
+        self._n += 1
+
+    def add(self, raw: RawBatch, lo: int, hi: int) -> None:
+        self._spans.append((raw, lo, hi))
+        self._n += hi - lo
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __iter__(self) -> Iterator[Any]:
+        for item, lo, hi in self._spans:
+            if type(item) is RawBatch:
+                yield from item.records()[lo:hi]
+            else:
+                yield item
+
+    @overload
+    def __getitem__(self, i: int) -> Any: ...
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[Any]: ...
+    def __getitem__(self, i: int | slice) -> Any:
+        if isinstance(i, slice):
+            return list(self)[i]
+        if i < 0:
+            i += self._n
+        if not 0 <= i < self._n:
+            raise IndexError(i)
+        for item, lo, hi in self._spans:
+            if i < hi - lo:
+                return _At(item.offset + lo + i) if type(item) is RawBatch else item
+            i -= hi - lo
+        raise IndexError(i)  # pragma: no cover - the count says otherwise
+
+
+class _At:
+    """A record of a raw span as offset syncs read it: its offset (the batch path takes only
+    batches with contiguous offsets)."""
+
+    __slots__ = ("offset",)
+
+    def __init__(self, offset: int) -> None:
+        self.offset = offset
+
+
+class RawBuilder(BatchBuilder):  # type: ignore[misc]  # aiokafka is untyped
+    """aiokafka's batch builder over its pure-Python record batch builder, whose buffer the
+    helper appends to (the C builder's buffer is out of reach); records may also be appended
+    one by one through that builder's own ``append``."""
+
+    def __init__(self, batch_size: int, compression_type: int, *, is_transactional: bool) -> None:
+        super().__init__(batch_size, compression_type, is_transactional=is_transactional)
+        self._builder = _PyBuilder(2, compression_type, is_transactional, -1, -1, 0, batch_size)
+
+    def _set_producer_state(
+        self, producer_id: int, producer_epoch: int, base_sequence: int
+    ) -> None:
+        self._builder.set_producer_state(producer_id, producer_epoch, base_sequence)
+
+    def append_record(self, n: int, ts: int, key: Any, value: Any, headers: Any) -> Any:
+        """One record through the pure-Python builder, by the rules of aiokafka's C builder
+        (which the record path uses), so a batch ends where the record path would end it:
+        a record that would reach ``batch_size`` is refused unless the batch is empty, and a
+        first timestamp of -1 counts as none."""
+        inner = self._builder
+        if inner._first_timestamp == -1:
+            inner._first_timestamp = None
+        if n and len(inner._buffer) + inner.size_in_bytes(n, ts, key, value, headers) >= (
+            inner._batch_size
+        ):
+            return None
+        return inner.append(n, ts, key, value, headers)
+
+
+def _varint(value: int) -> bytes:
+    zigzag = (value << 1) ^ (value >> 63)
+    out = bytearray()
+    while zigzag >= 0x80:
+        out.append((zigzag & 0x7F) | 0x80)
+        zigzag >>= 7
+    out.append(zigzag)
+    return bytes(out)
+
+
+def encode_header(key: str, value: bytes) -> bytes:
+    """One record header as a record batch holds it."""
+    k = key.encode()
+    return _varint(len(k)) + k + _varint(len(value)) + value
+
+
+class Stamp:
+    """The encoded provenance of one source partition's local records, for the helper."""
+
+    __slots__ = ("pre", "prefix")
+
+    def __init__(self, local: LocalStamp) -> None:
+        origin, path, self.prefix = local.parts()
+        self.pre = encode_header(*origin) + encode_header(*path) + _varint(len(SRC)) + SRC.encode()
+
+
+def append(
+    builder: RawBuilder,
+    raw: RawBatch,
+    start: int,
+    n: int,
+    stamp: Stamp,
+    post: bytes,
+    mark: bytes,
+    screen: tuple[int, bool, int, int] | None,
+) -> tuple[int, int] | None:
+    """Append ``raw``'s records from ``start`` to ``builder`` (``n`` records in it already):
+    ``(records written, their key and value bytes)``, fewer than the rest when the batch is
+    full; ``None`` when the batch is not one this path takes (nothing written)."""
+    inner = builder._builder
+    got = _helper.restamp(
+        raw.data, start, inner._buffer, n, inner._first_timestamp, inner._max_timestamp,
+        inner._batch_size, stamp.pre, stamp.prefix, post, mark, screen,
+    )  # fmt: skip
+    if got is None:
+        return None
+    written, first_ts, max_ts, nbytes = got
+    if written:
+        inner._first_timestamp, inner._max_timestamp = first_ts, max_ts
+        inner._num_records += written
+        inner._last_offset = n + written - 1
+    return written, nbytes
+
+
+def encoded_stamp(now_ms: int) -> bytes:
+    """The encoded ``aa-ts`` header of one forward call."""
+    return encode_header(MIRRORED_AT, b"%d" % now_ms)

@@ -1,0 +1,275 @@
+"""The batch path of :mod:`aa.mirror.restamp` writes, byte for byte, the target batches the
+record path writes: the same fetched bytes go through the flow's own consumer decoding and
+``Forwarder`` once with the batch path and once without, and every built target batch, the
+held source offsets, the commit offsets and the counts are compared. Pure logic: no broker."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import struct
+from typing import Any
+from unittest import mock
+
+import pytest
+from aiokafka.consumer import fetcher
+from aiokafka.producer.message_accumulator import BatchBuilder
+from aiokafka.record.default_records import DefaultRecordBatchBuilder
+from aiokafka.structs import TopicPartition
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from aa.config import read_yaml
+from aa.mirror import batches, restamp
+from aa.mirror.limits import TargetLimits
+from aa.mirror.route import Forwarder
+from aa.mirror.settings import FlowSettings
+from aa.observe.metrics import Metrics
+from aa.policy import FlowRouter
+from aa.provenance import batch_mark
+
+pytestmark = [
+    pytest.mark.unit,
+    pytest.mark.skipif(not restamp.available(), reason="the compiled helper is not built"),
+]
+
+TOPOLOGY = """
+datacenters:
+  SF: {bootstrap: "127.0.0.1:1"}
+  NYC: {bootstrap: "127.0.0.1:2"}
+flows: full-mesh
+topics: ["t"]
+"""
+TP = TopicPartition("t", 3)
+Rec = tuple[int, bytes | None, bytes | None, list[tuple[str, bytes | None]]]
+"""(timestamp, key, value, headers) of one source record."""
+
+
+def source_batch(base: int, records: list[Rec], *, compression: int = 0) -> bytes:
+    builder = DefaultRecordBatchBuilder(2, compression, 0, 7, 0, base % 2**31, 1 << 30)
+    for i, (ts, key, value, headers) in enumerate(records):
+        builder.append(i, timestamp=ts, key=key, value=value, headers=headers)
+    raw = builder.build()
+    raw[0:8] = struct.pack(">q", base)  # the base offset, as the broker sets it
+    return bytes(raw)
+
+
+class _Placement:
+    def __init__(self, limits: TargetLimits | None) -> None:
+        self.limits = {"t": limits} if limits is not None else {}
+
+    async def target_topic(self, topic: str) -> str:
+        return topic
+
+    async def place(self, tp: TopicPartition, target: str) -> tuple[int, bool]:
+        return 8, True
+
+
+class _Target:
+    """Keeps what is submitted; every send is acknowledged at once."""
+
+    def __init__(self, batch_size: int, mark: bool) -> None:
+        self.batch_size = batch_size
+        self.mark = [batch_mark("NYC", 99)] if mark else []
+        self.sent: list[tuple[Any, str, int]] = []
+        self.dead: list[tuple[int, str]] = []
+
+    def new_batch(self, limits: Any) -> BatchBuilder:
+        return BatchBuilder(self.batch_size, 0)
+
+    def new_raw_batch(self, limits: Any) -> BatchBuilder:
+        return restamp.RawBuilder(self.batch_size, 0, is_transactional=False)
+
+    async def submit(self, builder: Any, topic: str, partition: int) -> asyncio.Future[Any]:
+        self.sent.append((builder, topic, partition))
+        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        fut.set_result(None)
+        return fut
+
+    async def dead_letter(self, record: Any, tp: Any, reason: str, **kw: Any) -> Any:
+        self.dead.append((record.offset, reason))
+        return await self.submit(None, "dead", 0)
+
+
+@functools.cache
+def _router() -> FlowRouter:
+    topology = read_yaml(TOPOLOGY)
+    flow = next(f for f in topology.flows if (f.source, f.target) == ("SF", "NYC"))
+    return FlowRouter(topology, flow)
+
+
+def copy(
+    blob: bytes,
+    *,
+    raw: bool,
+    fetch_offset: int,
+    batch_size: int,
+    mark: bool,
+    limits: Any,
+    on_error: str = "fail",
+) -> dict[str, Any]:
+    """One fetched partition through the flow's consumer decoding and Forwarder."""
+    batches.install()
+    switch = batches.LeanRecords()
+    switch.raw = raw
+    fetched = fetcher.PartitionRecords(
+        TP, fetcher.MemoryRecords(blob), [], fetch_offset, switch, None, True, 0
+    )
+    records = list(fetched)
+    raw_batches = sum(type(r) is restamp.RawBatch for r in records)
+    target = _Target(batch_size, mark)
+    forwarder = Forwarder(
+        FlowSettings("SF", "NYC", {}, {}, "g", on_error=on_error), _router(),
+        _Placement(limits), target, None, Metrics(), lambda tp, offset: None,  # type: ignore[arg-type]
+    )  # fmt: skip
+    loop = asyncio.new_event_loop()
+    try:
+        with mock.patch("aa.mirror.route.time.time", return_value=1_795_474_068.385):
+            pending = loop.run_until_complete(forwarder.forward({TP: records}))
+    finally:
+        loop.close()
+    built = []
+    for builder, topic, partition in target.sent:
+        if builder is None:
+            continue  # a dead letter
+        builder._set_producer_state(5, 1, 100)
+        built.append((topic, partition, builder.record_count(), bytes(builder._build())))
+    return {
+        "built": built,
+        "held": [[r.offset for r in held] for _, held, _, _ in pending.sends],
+        "ends": [(held[0].offset, held[-1].offset, len(held)) for _, held, _, _ in pending.sends],
+        "offsets": pending.offsets,
+        "copied": dict(pending.copied),
+        "bytes": dict(pending.bytes),
+        "fetch_position": fetched.next_fetch_offset,
+        "dead": target.dead,
+        "stopped": repr(pending.malformed),
+        "raw_batches": raw_batches,
+    }
+
+
+def same_both_ways(
+    blob: bytes, fetch_offset: int = 0, on_error: str = "fail", **kw: Any
+) -> dict[str, Any]:
+    kw = {"batch_size": 512 * 1024, "mark": True, "limits": None, "on_error": on_error, **kw}
+    fast = copy(blob, raw=True, fetch_offset=fetch_offset, **kw)
+    slow = copy(blob, raw=False, fetch_offset=fetch_offset, **kw)
+    assert slow.pop("raw_batches") == 0
+    raw_batches = fast.pop("raw_batches")
+    assert fast == slow
+    return {**fast, "raw_batches": raw_batches}
+
+
+TS = 1_700_000_000_000
+EDGES: list[Rec] = [
+    (TS, None, b"v", []),  # null key
+    (TS + 1, b"", b"", []),  # empty key and value
+    (TS - 5_000, b"k", None, []),  # null value, timestamp before the batch's first
+    (TS + 10**9, b"k" * 300, b"v" * 20_000, []),  # two- and three-byte length varints
+    (TS, b"k", b"v", [("h", b"")]),  # an empty header value
+    (TS, b"k", b"v", [("h", None), ("", b"x")]),  # a null header value, an empty header key
+    (TS, b"k", b"v", [("trace-id", b"t" * 200)] * 3),
+    (-1, b"k", b"v", []),  # no timestamp
+]
+
+
+def test_local_batches_are_written_byte_for_byte_as_the_record_path_writes_them() -> None:
+    blob = source_batch(0, EDGES) + source_batch(len(EDGES), EDGES[::-1])
+    out = same_both_ways(blob)
+    assert out["raw_batches"] == 2
+    assert out["copied"] == {"t": 2 * len(EDGES)}
+    assert len(out["built"]) == 1
+
+
+def test_large_offsets_and_a_batch_split_across_target_batches_match() -> None:
+    base = 2**40 + 17  # many aa-src digits
+    many = [(TS + i, b"k%d" % i, b"v" * 700, [("h", b"x")]) for i in range(40)]
+    out = same_both_ways(source_batch(base, many), fetch_offset=base, batch_size=4096)
+    assert len(out["built"]) > 3  # split mid-batch, more than once
+    assert out["ends"][0][0] == base
+    assert out["ends"][-1][1] == base + 39
+    assert out["offsets"] == {TP: base + 40}
+
+
+def test_without_a_batch_mark_the_batch_path_matches_too() -> None:
+    same_both_ways(source_batch(0, EDGES), mark=False, batch_size=2048)
+
+
+def test_batches_the_batch_path_refuses_go_the_record_path_in_order() -> None:
+    aa_headers = [(TS, b"k", b"v", [("aa-origin", b"SF")])]  # foreign provenance
+    non_ascii = [(TS, b"k", b"v", [("clé", b"x")])]
+    blob = b"".join(
+        [
+            source_batch(0, EDGES[:3]),
+            source_batch(3, aa_headers),
+            source_batch(4, EDGES[3:5]),
+            source_batch(6, non_ascii),
+            source_batch(7, EDGES[5:]),
+        ]
+    )
+    out = same_both_ways(blob)
+    assert out["held"] == [list(range(10))]
+
+
+def test_records_outside_the_target_limits_take_the_record_path() -> None:
+    limits = TargetLimits.from_configs(
+        "t", {"max.message.bytes": "1000", "cleanup.policy": "compact"}
+    )
+    # too large for the target, and a null key on a compacted topic: dead-lettered by the
+    # record path (both ways), the batch around them copied
+    odd = [(TS, b"k", b"v" * 2000, []), (TS, None, b"v", []), (TS, b"k", b"ok", [])]
+    out = same_both_ways(source_batch(0, odd), limits=limits, on_error="dead-letter")
+    assert [offset for offset, _ in out["dead"]] == [0, 1]
+    assert out["copied"] == {"t": 1}
+    out = same_both_ways(source_batch(0, odd), limits=limits)
+    assert "too large in t/3@0" in out["stopped"]
+    fine = [(TS, b"k", b"ok", [])] * 5
+    out = same_both_ways(source_batch(0, fine), limits=limits)
+    assert out["copied"] == {"t": 5}
+
+
+def test_a_fetch_position_inside_a_batch_decodes_that_batch() -> None:
+    blob = source_batch(10, EDGES) + source_batch(18, EDGES)
+    out = same_both_ways(blob, fetch_offset=13)
+    assert out["held"][0][0] == 13
+    assert out["fetch_position"] == 26
+
+
+def test_compressed_batches_take_the_record_path() -> None:
+    blob = source_batch(0, EDGES, compression=1)  # gzip
+    assert same_both_ways(blob)["raw_batches"] == 0
+
+
+_header = st.tuples(
+    # "aa-x" and "é" send their batch down the record path, in between batch-path ones
+    st.one_of(st.text(st.characters(codec="ascii"), max_size=12), st.sampled_from(["aa-x", "é"])),
+    st.one_of(st.none(), st.binary(max_size=40)),
+)
+_record = st.tuples(
+    st.one_of(st.just(-1), st.integers(min_value=0, max_value=2**45)),
+    st.one_of(st.none(), st.binary(max_size=300)),
+    st.one_of(st.none(), st.binary(max_size=3000)),
+    st.lists(_header, max_size=4),
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    batches_=st.lists(st.lists(_record, min_size=1, max_size=12), min_size=1, max_size=4),
+    base=st.integers(min_value=0, max_value=2**50),
+    batch_size=st.sampled_from([1024, 8192, 512 * 1024]),
+)
+def test_generated_batches_match_byte_for_byte(
+    batches_: list[list[Rec]], base: int, batch_size: int
+) -> None:
+    blob, at = b"", base
+    for records in batches_:
+        blob += source_batch(at, records)
+        at += len(records)
+    same_both_ways(blob, fetch_offset=base, batch_size=batch_size)
+
+
+def test_aa_pure_python_switches_the_batch_path_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert restamp.enabled()
+    monkeypatch.setenv(restamp.PURE_PYTHON_ENV, "1")
+    assert not restamp.enabled()
