@@ -161,6 +161,7 @@ static int as_int64(PyObject *o, int64_t *out) {
 }
 
 static PyObject *restamp(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
     if (nargs != 12) {
         PyErr_SetString(PyExc_TypeError, "restamp() takes 12 arguments");
         return NULL;
@@ -316,9 +317,65 @@ fail_src:
     return result;
 }
 
+/* CRC-32C (Castagnoli), as record batches carry it: with the SSE4.2 instruction where the CPU
+ * has it (aiokafka's own runs at about 0.5 GB/s here, twice per copied byte), else a table. */
+static uint32_t crc_table[256];
+
+static void crc_init(void) {
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++) c = c & 1 ? (c >> 1) ^ 0x82F63B78u : c >> 1;
+        crc_table[i] = c;
+    }
+}
+
+static uint32_t crc_by_table(uint32_t crc, const uint8_t *p, size_t n) {
+    while (n--) crc = crc_table[(crc ^ *p++) & 0xff] ^ (crc >> 8);
+    return crc;
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <nmmintrin.h>
+__attribute__((target("sse4.2"))) static uint32_t crc_by_sse42(uint32_t crc, const uint8_t *p,
+                                                               size_t n) {
+    uint64_t c = crc;
+    while (n >= 8) {
+        uint64_t word;
+        memcpy(&word, p, 8);
+        c = _mm_crc32_u64(c, word);
+        p += 8;
+        n -= 8;
+    }
+    crc = (uint32_t)c;
+    while (n--) crc = _mm_crc32_u8(crc, *p++);
+    return crc;
+}
+static int have_sse42(void) { return __builtin_cpu_supports("sse4.2"); }
+#else
+static uint32_t crc_by_sse42(uint32_t crc, const uint8_t *p, size_t n) {
+    return crc_by_table(crc, p, n);
+}
+static int have_sse42(void) { return 0; }
+#endif
+
+static uint32_t (*crc_update)(uint32_t, const uint8_t *, size_t) = crc_by_table;
+
+static PyObject *crc32c(PyObject *self, PyObject *arg) {
+    (void)self;
+    Py_buffer b;
+    if (PyObject_GetBuffer(arg, &b, PyBUF_SIMPLE) < 0) return NULL;
+    uint32_t crc;
+    Py_BEGIN_ALLOW_THREADS
+    crc = ~crc_update(0xffffffffu, (const uint8_t *)b.buf, (size_t)b.len);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&b);
+    return PyLong_FromUnsignedLong(crc);
+}
+
 static PyMethodDef methods[] = {
     {"restamp", (PyCFunction)(void (*)(void))restamp, METH_FASTCALL,
      "Append one source batch's records, provenance added, to a target batch."},
+    {"crc32c", (PyCFunction)crc32c, METH_O, "CRC-32C of a bytes-like object."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -326,4 +383,8 @@ static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "aa.mirror._restamp", NULL, -1, methods,
 };
 
-PyMODINIT_FUNC PyInit__restamp(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__restamp(void) {
+    crc_init();
+    if (have_sse42()) crc_update = crc_by_sse42;
+    return PyModule_Create(&module);
+}

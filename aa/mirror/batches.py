@@ -41,7 +41,7 @@ from typing import Any
 from aiokafka.consumer import fetcher as _fetcher
 from aiokafka.structs import TopicPartition
 
-from aa.mirror.restamp import RawBatch
+from aa.mirror.restamp import RawBatch, crc_ok
 from aa.provenance import BATCH, batch_marked_by
 
 _LENGTH = struct.Struct(">i")
@@ -176,7 +176,11 @@ class _Records:
         )
         if self._skipper is None and not raw:
             return batch
-        if self._check_crcs and not batch.validate_crc():
+        whole = data[start : self._pos] if raw and data is not None else None
+        if whole is not None:
+            if self._check_crcs and not crc_ok(whole):
+                return batch  # aiokafka checks it again, and raises CorruptRecordException
+        elif self._check_crcs and not batch.validate_crc():
             return batch  # aiokafka raises CorruptRecordException for it
         if self._skipper is not None:
             records = iter(batch)  # aiokafka's C batch decodes from its __iter__ on
@@ -189,10 +193,9 @@ class _Records:
                 return _Skipped(batch.base_offset, batch.next_offset)
             if not raw:
                 return _Peeked(batch, first, records)
-        assert data is not None
-        at = batch.base_offset
+        assert whole is not None
         return _Raw(
-            batch, RawBatch(data[start : self._pos], at, batch.next_offset, batch.max_timestamp)
+            batch, RawBatch(whole, batch.base_offset, batch.next_offset, batch.max_timestamp)
         )
 
 

@@ -13,6 +13,7 @@ from unittest import mock
 
 import pytest
 from aiokafka.consumer import fetcher
+from aiokafka.errors import CorruptRecordException
 from aiokafka.producer.message_accumulator import BatchBuilder
 from aiokafka.record.default_records import DefaultRecordBatchBuilder
 from aiokafka.structs import TopicPartition
@@ -273,3 +274,11 @@ def test_aa_pure_python_switches_the_batch_path_off(monkeypatch: pytest.MonkeyPa
     assert restamp.enabled()
     monkeypatch.setenv(restamp.PURE_PYTHON_ENV, "1")
     assert not restamp.enabled()
+
+
+@pytest.mark.parametrize("raw", [True, False])
+def test_a_corrupt_batch_is_refused_on_both_paths(raw: bool) -> None:
+    blob = bytearray(source_batch(0, EDGES))
+    blob[-1] ^= 0xFF  # the last value byte: the CRC no longer matches
+    with pytest.raises(CorruptRecordException):
+        copy(bytes(blob), raw=raw, fetch_offset=0, batch_size=1 << 20, mark=True, limits=None)
