@@ -9,7 +9,7 @@ from collections.abc import Callable
 import pytest
 
 from tests.conftest import DcCluster
-from tests.helpers.kafka import Rec, consume_all, create_topic, produce
+from tests.helpers.kafka import Rec, consume_all, create_topic, produce, wait_for_partitions
 from tests.helpers.mirror import OriginOnlyRouter, exact, running_flow, sf_to_nyc
 
 pytestmark = pytest.mark.integration
@@ -93,6 +93,9 @@ async def test_topic_sync_copies_configs_and_grows_partitions(
     settings = sf_to_nyc(sf, nyc, unique_name("g"))
     await produce(sf, topic, [Rec(b"k", b"v", partition=1)])
     async with running_flow(settings, OriginOnlyRouter("SF", "NYC", exact(topic))):
+        # the record keeps partition 1, which the flow's topic sync adds: read it once there
+        # (consume_all reads the partitions it finds at its start, which raced the sync)
+        await wait_for_partitions(nyc, topic, 2)
         await consume_all(nyc, topic, count=1, timeout=60)
     async with ClusterAdmin("NYC", bootstrap_servers=nyc) as admin:
         assert (await admin.topics())[topic].partitions == 2
