@@ -26,6 +26,8 @@ from spark_reconcile import findings
 from spark_reconcile.findings.delay import unmeasured
 from spark_reconcile.findings.divergent import COUNTED
 from spark_reconcile.findings.missing import EXPIRED, IN_FLIGHT, MISSING
+from spark_reconcile.findings.presence import Flagged, flag
+from spark_reconcile.frames import literal_frame
 from spark_reconcile.options import JobOptions, add_arguments, from_args
 from spark_reconcile.plan import ReadPlan
 from spark_reconcile.probe import PartitionRange, Probe, probe
@@ -179,14 +181,13 @@ def reconcile(
     stored = stored if slow is None else stored.filter(~F.col("needs_slow")).unionByName(slow)
     records = stored.transform(finish(window, opts.bucket_ms)).drop("ev_value", "ev_headers")
     _log().info("reconcile.stage", stage="findings")
-    expected = spark.createDataFrame(
-        [
-            (o, t, d, plan.routes.tree(o).get(d, o))
-            for o, t, d in plan.expected(logical)
-            if o in ranges and d in ranges
-        ]
-        or [],
-        "origin string, ltopic string, target string, parent string",
+    flows = [
+        (o, t, d, plan.routes.tree(o).get(d, o))
+        for o, t, d in plan.expected(logical)
+        if o in ranges and d in ranges
+    ]
+    expected = literal_frame(
+        spark, flows, "origin string, ltopic string, target string, parent string"
     )
     topic_dcs = {
         t: [d for d in dcs if d in ranges]
@@ -206,6 +207,12 @@ def reconcile(
         return positions.join(kept, cols)
 
     out = opts.out / "findings"
+    # which DCs hold each record id, once for missing and duplicated: the ids some DC lacks or
+    # holds twice (few, as a rule), as a small file both read
+    flagged_path = records_path.parent / "flagged"
+    found = flag(records, checked, [(o, t, d) for o, t, d, _ in flows])
+    found.rows.write.mode("overwrite").parquet(str(flagged_path))
+    flagged = Flagged(found.dcs, spark.read.parquet(str(flagged_path)))
     absent_path = out / "absent"
     records.transform(
         findings.absent(
@@ -215,13 +222,14 @@ def reconcile(
             horizons=_horizons(
                 spark, records, all_ranges=[r for rs in ranges.values() for r in rs]
             ),
+            flagged=flagged,
         )
     ).write.mode("overwrite").parquet(str(absent_path))
     absent = spark.read.parquet(str(absent_path))
     missing_rows = absent.filter(F.col("status") == MISSING)
     tables = {
         "missing": _with_payload(missing_rows, with_values),
-        "duplicated": records.transform(findings.duplicated),
+        "duplicated": findings.duplicated(records, flagged),
         "looped": records.transform(findings.looped),
         "malformed": records.transform(findings.malformed),
         "divergent": records.transform(findings.divergent(topic_dcs, event_values)),
@@ -369,7 +377,7 @@ def _not_older_than_target(
     def transform(todo: Any) -> Any:
         if not compacted:
             return todo
-        cut = spark.createDataFrame(compacted, "target string, t_topic string")
+        cut = literal_frame(spark, compacted, "target string, t_topic string")
         newer = records.join(
             F.broadcast(cut), (records.dc == cut.target) & (records.topic == cut.t_topic)
         ).select("target", "ltopic", "key_hash", F.col("ts").alias("newer_ts"))
@@ -412,8 +420,9 @@ def _with_payload(rows: Any, with_values: Callable[[Any], Any]) -> Any:
 
 
 def _mirrored_df(spark: Any, probed: Probe) -> Any:
-    return spark.createDataFrame(
-        [(m.source, m.target, m.topic, m.partition, m.committed) for m in probed.mirrored] or [],
+    return literal_frame(
+        spark,
+        [(m.source, m.target, m.topic, m.partition, m.committed) for m in probed.mirrored],
         "source string, target string, topic string, partition int, committed long",
     )
 
@@ -424,8 +433,9 @@ def _horizons(spark: Any, records: Any, all_ranges: Sequence[PartitionRange]) ->
     from pyspark.sql import functions as F
 
     cut = [r for r in all_ranges if r.log_start > 0 and r.start <= r.log_start]
-    starts = spark.createDataFrame(
-        [(r.dc, r.topic, r.logical, r.partition, r.log_start, r.empty) for r in cut] or [],
+    starts = literal_frame(
+        spark,
+        [(r.dc, r.topic, r.logical, r.partition, r.log_start, r.empty) for r in cut],
         "dc string, topic string, ltopic string, partition int, offset long, empty boolean",
     )
     first = records.select("dc", "topic", "partition", "offset", "ts")

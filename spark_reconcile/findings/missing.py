@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from spark_reconcile.findings.presence import Flagged, flag, is_origin_record
+
 MISSING_COLUMNS = (
     "ltopic",
     "origin",
@@ -35,6 +37,7 @@ def absent(
     due_ms: int | None = None,
     mirrored: Any = None,
     horizons: Any = None,
+    flagged: Flagged | None = None,
 ) -> Callable[[Any], Any]:
     """Every origin record absent from a DC that should hold it, with its ``status``.
 
@@ -44,7 +47,11 @@ def absent(
     due everywhere (none is in flight when ``None``). ``mirrored``: ``source, target, topic,
     partition, committed`` (the mirror's committed source offsets). ``horizons``: ``dc,
     ltopic, partition, horizon_ts`` (the time of the first record a truncated log still
-    holds)."""
+    holds). ``flagged``: the run's :func:`~spark_reconcile.findings.presence.flag` of the same
+    records (computed here when not given).
+
+    Which DCs hold each record id comes from one aggregation (:mod:`.presence`); only the
+    origin records of ids some DC lacks are joined with the expected targets."""
     from pyspark.sql import functions as F
 
     def transform(df: Any) -> Any:
@@ -53,20 +60,22 @@ def absent(
             if "parent" in expected.columns
             else expected.withColumn("parent", F.col("origin"))
         )
-        origin_records = df.filter(
-            F.col("in_window") & ~F.col("has_prov") & F.col("prov_error").isNull()
+        found = flagged
+        if found is None:
+            flows = [tuple(r) for r in exp.select("origin", "ltopic", "target").collect()]
+            found = flag(df, (), flows)
+        lacking = found.rows.filter(F.col("lacking")).select("ltopic", "rid", "held")
+        wanted = (
+            df.filter(is_origin_record())
+            .join(lacking, ["ltopic", "rid"])
+            .join(F.broadcast(exp), ["origin", "ltopic"])
+            .filter((F.col("target") != F.col("origin")) & ~found.holds("target"))
         )
-        wanted = origin_records.join(F.broadcast(exp), ["origin", "ltopic"]).filter(
-            F.col("target") != F.col("origin")
-        )
-        present = df.select(F.col("dc").alias("target"), "ltopic", "rid")
         # an undecodable copy still names its origin record in aa-src: present, not missing
         undecodable = df.filter(F.col("has_prov") & F.col("event_error").isNotNull()).select(
             F.col("dc").alias("target"), "ltopic", "src"
         )
-        gone = wanted.join(present, ["target", "ltopic", "rid"], "left_anti").join(
-            undecodable, ["target", "ltopic", "src"], "left_anti"
-        )
+        gone = wanted.join(undecodable, ["target", "ltopic", "src"], "left_anti")
         expired = F.lit(False)
         if horizons is not None:
             h = horizons.select(F.col("dc").alias("target"), "ltopic", "partition", "horizon_ts")

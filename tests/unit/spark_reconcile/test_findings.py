@@ -10,6 +10,8 @@ import pytest
 from pyspark.testing import assertDataFrameEqual
 
 from spark_reconcile import findings
+from spark_reconcile.findings.presence import flag
+from spark_reconcile.frames import literal_frame
 from spark_reconcile.records import normalise
 from spark_reconcile.source import raw_schema
 from spark_reconcile.window import Window
@@ -34,9 +36,13 @@ def _normalised(spark: Any, orders: dict[str, list[Row]], users: dict[str, list[
 
 def _all(spark: Any, df: Any) -> dict[str, Any]:
     expected = _expected(spark)
+    # the job's path: one presence aggregation shared by missing and duplicated
+    flagged = flag(df, DCS, [tuple(r) for r in expected.collect()])
     return {
-        "missing": df.transform(findings.missing(expected)),
-        "duplicated": df.transform(findings.duplicated),
+        "missing": df.transform(findings.missing(expected, flagged=flagged)),
+        "missing_alone": df.transform(findings.missing(expected)),
+        "duplicated": findings.duplicated(df, flagged),
+        "duplicated_alone": findings.duplicated(df),
         "looped": df.transform(findings.looped),
         "malformed": df.transform(findings.malformed),
         "divergent": df.transform(findings.divergent({"users": DCS}, findings.values_from(df))),
@@ -96,14 +102,16 @@ def test_each_fault_is_found_by_its_finding_only(spark: Any) -> None:
     users["LON"].append(copy_of(bad, "SF", "LON", "users", len(users["SF"]) - 1))
 
     out = _all(spark, _normalised(spark, orders, users))
-    assertDataFrameEqual(
-        out["missing"].select("ltopic", "origin", "target", "rid"),
-        [("orders", "SF", "NYC", "SF/orders/0/1")],
-    )
-    assertDataFrameEqual(
-        out["duplicated"].select("dc", "ltopic", "rid", "copies"),
-        [("LON", "orders", "NYC/orders/0/0", 2)],
-    )
+    for name in ("missing", "missing_alone"):
+        assertDataFrameEqual(
+            out[name].select("ltopic", "origin", "target", "rid"),
+            [("orders", "SF", "NYC", "SF/orders/0/1")],
+        )
+    for name in ("duplicated", "duplicated_alone"):
+        assertDataFrameEqual(
+            out[name].select("dc", "ltopic", "rid", "copies"),
+            [("LON", "orders", "NYC/orders/0/0", 2)],
+        )
     assertDataFrameEqual(
         out["looped"].select("dc", "ltopic", "rid", "path"),
         [("SF", "orders", "SF/orders/0/2", "SF,NYC,SF")],
@@ -237,3 +245,14 @@ def test_payload_conflict_refuses_is_not_accepted_by_the_native_decoder(spark: A
         except ConflictError:
             want = False
         assert got[i] == want, (i, payloads[i][:60], "decoded" if got[i] else "refused")
+
+
+def test_literal_frame_builds_small_tables_in_the_jvm(spark: Any) -> None:
+    schema = "origin string, committed long, empty boolean"
+    rows = [("SF", 7, False), ("NYC", None, True)]
+    assertDataFrameEqual(literal_frame(spark, rows, schema), spark.createDataFrame(rows, schema))
+    none = literal_frame(spark, [], schema)
+    assert none.count() == 0
+    assert none.dtypes == [("origin", "string"), ("committed", "bigint"), ("empty", "boolean")]
+    with pytest.raises(ValueError, match="has 2 values"):
+        literal_frame(spark, [("SF", 1)], schema)
