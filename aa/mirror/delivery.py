@@ -54,6 +54,11 @@ class Delivery(Protocol):
 
     async def start(self, clients: FlowClients) -> None: ...
 
+    async def resume_offsets(self, tps: list[TopicPartition]) -> dict[TopicPartition, int | None]:
+        """Where each partition resumes: the next offset to copy (``None``: not known, a new
+        flow starts at the earliest offset)."""
+        ...
+
     def admit(self, batch: Batch) -> Batch:
         """Drop records already copied (exactly-once resumes from the target's offsets)."""
         ...
@@ -94,6 +99,12 @@ class AtLeastOnce:
 
     async def start(self, clients: FlowClients) -> None:
         self._clients = clients
+
+    async def resume_offsets(self, tps: list[TopicPartition]) -> dict[TopicPartition, int | None]:
+        if self._clients is None:
+            return {}
+        consumer = self._clients.consumer
+        return {tp: await consumer.committed(tp) for tp in tps}
 
     def admit(self, batch: Batch) -> Batch:
         return batch

@@ -160,6 +160,9 @@ class ExactlyOnce:
             from_group=sum(1 for tp, o in group.items() if o > stored.get(tp, -1)),
         )
 
+    async def resume_offsets(self, tps: list[TopicPartition]) -> dict[TopicPartition, int | None]:
+        return {tp: self._next.get(tp) for tp in tps}
+
     def admit(self, batch: Batch) -> Batch:
         out: Batch = {}
         for tp, records in batch.items():

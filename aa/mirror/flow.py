@@ -26,6 +26,7 @@ from aa.mirror.commit import Committer
 from aa.mirror.delivery import AtLeastOnce, Delivery, FlowClients
 from aa.mirror.eos import ExactlyOnce
 from aa.mirror.errors import FlowError as FlowError  # re-exported: callers import it here
+from aa.mirror.expiry import ExpiryCheck
 from aa.mirror.fetch import Fetcher, RevokeListener
 from aa.mirror.memory import MIN_PARTITION_FETCH, MemoryBudget, PartitionShare
 from aa.mirror.pending import Batch, Pending
@@ -89,6 +90,7 @@ class MirrorFlow:
         self._settler: Settler | None = None
         self._committer: Committer | None = None
         self._fetcher: Fetcher | None = None
+        self._expiry: ExpiryCheck | None = None
         self._labels = {"source": settings.source, "target": settings.target}
 
     def make_target(
@@ -212,6 +214,7 @@ class MirrorFlow:
             transactional=d.transactional, refusal=d.refusal,
         )  # fmt: skip
         self._committer = Committer(s, d, self._settler, target, self.syncs, budget)
+        self._expiry = ExpiryCheck(s, consumer, d, self.metrics, self.log)
 
     async def _fetch_loop(self, stop: asyncio.Event) -> None:
         """Fetch → admit → route → queue, one batch at a time, until ``stop``."""
@@ -224,6 +227,8 @@ class MirrorFlow:
                 if not fetch.current(generation, batch):
                     continue
                 if batch:
+                    if self._expiry is not None:
+                        await self._expiry.check(batch)
                     batch = delivery.admit(batch)
                 pending = await self._route(batch)
                 if pending is not None:
@@ -253,6 +258,8 @@ class MirrorFlow:
         size follows, before the first fetch of the new assignment."""
         if self._fetcher is not None and self._fetcher.share is not None:
             self._fetcher.share.follow()
+        if self._expiry is not None:
+            self._expiry.assigned()
 
     async def on_revoke(self, revoked: set[TopicPartition]) -> None:
         """Partitions are being revoked (from aiokafka's rebalance listener): see

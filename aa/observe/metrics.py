@@ -46,6 +46,12 @@ class Metrics:
             [*topic, "reason"],
             registry=r,
         )
+        self.expired = Counter(
+            "aa_records_expired",
+            "Offsets the source deleted (retention, deleteRecords) before the flow copied them",
+            topic,
+            registry=r,
+        )
         self.dead_lettered = Counter(
             "aa_records_dead_lettered",
             "Records routed to the dead-letter topic, by reason",
