@@ -18,12 +18,15 @@ from aa.mirror.types import Malformed, Route, Skip
 from aa.observe.metrics import Metrics
 
 
-def sf_to_nyc(sf: str, nyc: str, group_id: str, **settings: Any) -> FlowSettings:
+def sf_to_nyc(
+    sf: str, nyc: str, group_id: str, *, names: tuple[str, str] = ("SF", "NYC"), **settings: Any
+) -> FlowSettings:
     """The SF->NYC flow settings most flow tests use: plain bootstrap clients, ``settings`` on
-    top of the defaults."""
+    top of the defaults; ``names`` for DC names unique to a test (exactly-once flows: the
+    transactional id and the offsets topic are per flow name, and tests share brokers)."""
     return FlowSettings(
-        "SF", "NYC", {"bootstrap_servers": sf}, {"bootstrap_servers": nyc}, group_id=group_id,
-        **settings,
+        names[0], names[1], {"bootstrap_servers": sf}, {"bootstrap_servers": nyc},
+        group_id=group_id, **settings,
     )  # fmt: skip
 
 

@@ -16,11 +16,10 @@ import pytest
 from aiokafka import TopicPartition
 
 from aa.mirror.eos import stored_offsets
-from aa.mirror.settings import FlowSettings
 from aa.tail import read_topic
 from tests.conftest import DcCluster
 from tests.helpers.kafka import Rec, consume_all, create_topic, eventually, produce
-from tests.helpers.mirror import OriginOnlyRouter, exact, running_flow
+from tests.helpers.mirror import OriginOnlyRouter, exact, running_flow, sf_to_nyc
 from tests.helpers.processes import AaProcess, write_topology
 
 pytestmark = pytest.mark.integration
@@ -39,12 +38,11 @@ async def test_eos_flow_resumes_from_offsets_stored_on_target(
     sf, nyc = dc_clusters["SF"].bootstrap, dc_clusters["NYC"].bootstrap
     a, b = _dcs()
     topic = await create_topic(sf, unique_name("eos"), partitions=3)
-    settings = FlowSettings(
-        a,
-        b,
-        {"bootstrap_servers": sf},
-        {"bootstrap_servers": nyc},
-        group_id=unique_name("g"),
+    settings = sf_to_nyc(
+        sf,
+        nyc,
+        unique_name("g"),
+        names=(a, b),
         delivery="exactly-once",
         max_poll_records=300,
         commit_interval_s=0.2,
@@ -141,12 +139,11 @@ async def test_restarted_eos_flow_never_moves_a_stored_offset_back(
     sf, nyc = dc_clusters["SF"].bootstrap, dc_clusters["NYC"].bootstrap
     a, b = _dcs()
     topic = await create_topic(sf, unique_name("eos-back"), partitions=3)
-    settings = FlowSettings(
-        a,
-        b,
-        {"bootstrap_servers": sf},
-        {"bootstrap_servers": nyc},
-        group_id=unique_name("g"),
+    settings = sf_to_nyc(
+        sf,
+        nyc,
+        unique_name("g"),
+        names=(a, b),
         delivery="exactly-once",
         max_poll_records=10,
         commit_interval_s=0.001,

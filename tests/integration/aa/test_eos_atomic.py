@@ -19,7 +19,7 @@ from aa.mirror.supervisor import Backoff, Supervisor
 from aa.observe.metrics import Metrics
 from tests.conftest import DcCluster
 from tests.helpers.kafka import Rec, consume_all, create_topic, eventually, produce
-from tests.helpers.mirror import OriginOnlyRouter, committed, exact, running_flow
+from tests.helpers.mirror import OriginOnlyRouter, committed, exact, running_flow, sf_to_nyc
 
 pytestmark = pytest.mark.integration
 
@@ -59,12 +59,11 @@ async def test_eos_failed_offset_record_aborts_the_transaction(
         nyc, offsets_topic, config={"cleanup.policy": "compact", "max.message.bytes": "100"}
     )
     await produce(sf, topic, [Rec(b"k", f"{i}".encode(), partition=0) for i in range(50)])
-    settings = FlowSettings(
-        a,
-        b,
-        {"bootstrap_servers": sf},
-        {"bootstrap_servers": nyc},
-        group_id=unique_name("g"),
+    settings = sf_to_nyc(
+        sf,
+        nyc,
+        unique_name("g"),
+        names=(a, b),
         delivery="exactly-once",
         offsets_topic=offsets_topic,
         offset_syncs=False,
@@ -123,12 +122,11 @@ async def test_two_eos_processes_of_one_flow_stop_instead_of_fencing_each_other(
     sf, nyc = dc_clusters["SF"].bootstrap, dc_clusters["NYC"].bootstrap
     a, b = _dcs()
     topic = await create_topic(sf, unique_name("eos-fence"), partitions=1)
-    settings = FlowSettings(
-        a,
-        b,
-        {"bootstrap_servers": sf},
-        {"bootstrap_servers": nyc},
-        group_id=unique_name("g"),
+    settings = sf_to_nyc(
+        sf,
+        nyc,
+        unique_name("g"),
+        names=(a, b),
         delivery="exactly-once",
         commit_interval_s=0.2,
     )
