@@ -223,12 +223,14 @@ class MirrorFlow:
         assert committer is not None
         while not stop.is_set():
             generation, batch = await fetch.next_batch()
+            if batch and self._expiry is not None:
+                # not under ``routing``: the group's committed offsets it may ask for wait for
+                # a rebalance in progress, and the rebalance waits for ``routing``
+                await self._expiry.check(batch)
             async with fetch.routing:
                 if not fetch.current(generation, batch):
                     continue
                 if batch:
-                    if self._expiry is not None:
-                        await self._expiry.check(batch)
                     batch = delivery.admit(batch)
                 pending = await self._route(batch)
                 if pending is not None:

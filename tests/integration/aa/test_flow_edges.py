@@ -225,6 +225,8 @@ async def test_source_partitions_grown_keep_their_partition_while_topic_sync_cat
             topic,
             [Rec(None, f"1-{p}-{i}".encode(), partition=p) for p in range(4) for i in range(10)],
         )
+        # the reader picks its partitions when it starts: not before the flow grew the target
+        await wait_for_partitions(nyc, topic, 4)
         got = await consume_all(nyc, topic, count=60, timeout=90, settle=1.0)
     misplaced = [(r.value, r.partition) for r in got if int(r.value.split(b"-")[1]) != r.partition]
     assert misplaced == []
