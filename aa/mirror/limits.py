@@ -91,11 +91,15 @@ class TargetLimits:
         newest timestamps taken now. A record within all four is never refused; one outside
         any is passed to :meth:`refusal`, which decides and says why."""
         cap = self.batch_cap
+        # clamped: Kafka 3.9 defaults both windows to Long.MAX_VALUE, and now +/- that does not
+        # fit the 64 bits the compiled helper takes
         return (
-            NO_LIMIT if cap is None else cap,
+            NO_LIMIT if cap is None else min(cap, NO_LIMIT),
             self.compacted,
-            -NO_LIMIT if self.before_max_ms is None else now_ms - self.before_max_ms,
-            NO_LIMIT if self.after_max_ms is None else now_ms + self.after_max_ms,
+            -NO_LIMIT
+            if self.before_max_ms is None
+            else max(-NO_LIMIT, now_ms - self.before_max_ms),
+            NO_LIMIT if self.after_max_ms is None else min(NO_LIMIT, now_ms + self.after_max_ms),
         )
 
     def refusal(self, record: Any, now_ms: int) -> Refusal | None:

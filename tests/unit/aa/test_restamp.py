@@ -282,3 +282,18 @@ def test_a_corrupt_batch_is_refused_on_both_paths(raw: bool) -> None:
     blob[-1] ^= 0xFF  # the last value byte: the CRC no longer matches
     with pytest.raises(CorruptRecordException):
         copy(bytes(blob), raw=raw, fetch_offset=0, batch_size=1 << 20, mark=True, limits=None)
+
+
+def test_kafka_3_9_default_timestamp_limits_do_not_overflow_the_batch_path() -> None:
+    """Kafka 3.9's topics default message.timestamp.{before,after}.max.ms to Long.MAX_VALUE:
+    now +/- that is outside 64 bits, and every headers-mode flow on 3.9 failed with
+    OverflowError('int too big to convert') in the helper, restarting forever (seen in CI's
+    Kafka 3.9 run; 4.x defaults after.max.ms to one hour)."""
+    long_max = str(2**63 - 1)
+    limits = TargetLimits.from_configs(
+        "t",
+        {"message.timestamp.before.max.ms": long_max, "message.timestamp.after.max.ms": long_max},
+    )
+    out = same_both_ways(source_batch(0, EDGES), limits=limits)
+    assert out["raw_batches"] == 1
+    assert out["copied"] == {"t": len(EDGES)}
