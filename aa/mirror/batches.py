@@ -159,6 +159,10 @@ class _Records:
     def has_next(self) -> bool:
         return bool(self._records.has_next())
 
+    def size_in_bytes(self) -> int:
+        """The fetched bytes held (as ``MemoryRecords`` answers: memory accounting reads it)."""
+        return int(self._records.size_in_bytes())
+
     def next_batch(self) -> Any:
         batch = self._records.next_batch()
         data = start = None
