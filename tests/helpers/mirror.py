@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
-from collections.abc import AsyncIterator, Sequence
+import uuid
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
@@ -16,6 +18,7 @@ from aa.mirror.flow import MirrorFlow
 from aa.mirror.settings import FlowSettings
 from aa.mirror.types import Malformed, Route, Skip
 from aa.observe.metrics import Metrics
+from tests.helpers.kafka import create_topic
 
 
 def sf_to_nyc(
@@ -98,3 +101,28 @@ async def committed(
         return {p: await consumer.committed(TopicPartition(topic, p)) for p in range(partitions)}
     finally:
         await consumer.stop()
+
+
+@dataclass(frozen=True)
+class EosFlow:
+    """An exactly-once SF->NYC flow of a new topic (see :func:`eos_flow`)."""
+
+    sf: str
+    nyc: str
+    topic: str
+    settings: FlowSettings
+    router: OriginOnlyRouter
+
+
+async def eos_flow(
+    clusters: Mapping[str, Any], unique_name: Callable[[str], str], name: str, *,
+    partitions: int, **settings: Any,
+) -> EosFlow:  # fmt: skip
+    """A new topic in SF and the exactly-once flow that copies it to NYC, under DC names unique
+    to the test (the transactional id is per flow, ``aa.eos.A.B``, and tests share brokers)."""
+    sf, nyc = clusters["SF"].bootstrap, clusters["NYC"].bootstrap
+    tag = uuid.uuid4().hex[:6]
+    a, b = f"S{tag}", f"N{tag}"
+    topic = await create_topic(sf, unique_name(name), partitions=partitions)
+    flow = sf_to_nyc(sf, nyc, unique_name("g"), names=(a, b), delivery="exactly-once", **settings)
+    return EosFlow(sf, nyc, topic, flow, OriginOnlyRouter(a, b, exact(topic)))

@@ -19,7 +19,7 @@ from aa.mirror.eos import stored_offsets
 from aa.tail import read_topic
 from tests.conftest import DcCluster
 from tests.helpers.kafka import Rec, consume_all, create_topic, eventually, produce
-from tests.helpers.mirror import OriginOnlyRouter, exact, running_flow, sf_to_nyc
+from tests.helpers.mirror import eos_flow, running_flow
 from tests.helpers.processes import AaProcess, write_topology
 
 pytestmark = pytest.mark.integration
@@ -35,19 +35,15 @@ def _dcs() -> tuple[str, str]:
 async def test_eos_flow_resumes_from_offsets_stored_on_target(
     dc_clusters: dict[str, DcCluster], unique_name: Callable[[str], str]
 ) -> None:
-    sf, nyc = dc_clusters["SF"].bootstrap, dc_clusters["NYC"].bootstrap
-    a, b = _dcs()
-    topic = await create_topic(sf, unique_name("eos"), partitions=3)
-    settings = sf_to_nyc(
-        sf,
-        nyc,
-        unique_name("g"),
-        names=(a, b),
-        delivery="exactly-once",
+    eos = await eos_flow(
+        dc_clusters,
+        unique_name,
+        "eos",
+        partitions=3,
         max_poll_records=300,
         commit_interval_s=0.2,
     )
-    router = OriginOnlyRouter(a, b, exact(topic))
+    sf, nyc, topic, settings, router = eos.sf, eos.nyc, eos.topic, eos.settings, eos.router
     await produce(sf, topic, [Rec(b"k", f"{i}".encode(), partition=i % 3) for i in range(1500)])
     async with running_flow(settings, router):
         await consume_all(nyc, topic, count=1500, timeout=60, isolation_level="read_committed")
@@ -136,19 +132,15 @@ async def test_restarted_eos_flow_never_moves_a_stored_offset_back(
     offset and filtered what was copied; a fetch that returned only copied records committed
     the other partitions' fetch positions, still at 0, over their stored offsets: a kill -9 in
     that window copied those partitions again.)"""
-    sf, nyc = dc_clusters["SF"].bootstrap, dc_clusters["NYC"].bootstrap
-    a, b = _dcs()
-    topic = await create_topic(sf, unique_name("eos-back"), partitions=3)
-    settings = sf_to_nyc(
-        sf,
-        nyc,
-        unique_name("g"),
-        names=(a, b),
-        delivery="exactly-once",
+    eos = await eos_flow(
+        dc_clusters,
+        unique_name,
+        "eos-back",
+        partitions=3,
         max_poll_records=10,
         commit_interval_s=0.001,
     )
-    router = OriginOnlyRouter(a, b, exact(topic))
+    sf, nyc, topic, settings, router = eos.sf, eos.nyc, eos.topic, eos.settings, eos.router
     await produce(sf, topic, [Rec(None, f"{i}".encode(), partition=i % 3) for i in range(300)])
     async with running_flow(settings, router):
         await consume_all(nyc, topic, count=300, timeout=60, isolation_level="read_committed")

@@ -19,7 +19,14 @@ from aa.mirror.supervisor import Backoff, Supervisor
 from aa.observe.metrics import Metrics
 from tests.conftest import DcCluster
 from tests.helpers.kafka import Rec, consume_all, create_topic, eventually, produce
-from tests.helpers.mirror import OriginOnlyRouter, committed, exact, running_flow, sf_to_nyc
+from tests.helpers.mirror import (
+    OriginOnlyRouter,
+    committed,
+    eos_flow,
+    exact,
+    running_flow,
+    sf_to_nyc,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -119,18 +126,14 @@ async def test_two_eos_processes_of_one_flow_stop_instead_of_fencing_each_other(
 ) -> None:
     """A second process starts the same exactly-once flow: the fenced one stops for good with
     one message naming the transactional id; neither restarts."""
-    sf, nyc = dc_clusters["SF"].bootstrap, dc_clusters["NYC"].bootstrap
-    a, b = _dcs()
-    topic = await create_topic(sf, unique_name("eos-fence"), partitions=1)
-    settings = sf_to_nyc(
-        sf,
-        nyc,
-        unique_name("g"),
-        names=(a, b),
-        delivery="exactly-once",
+    eos = await eos_flow(
+        dc_clusters,
+        unique_name,
+        "eos-fence",
+        partitions=1,
         commit_interval_s=0.2,
     )
-    router = OriginOnlyRouter(a, b, exact(topic))
+    sf, nyc, topic, settings, router = eos.sf, eos.nyc, eos.topic, eos.settings, eos.router
     stop_stream = asyncio.Event()
     stream = asyncio.create_task(_stream(sf, topic, stop_stream))
     try:
