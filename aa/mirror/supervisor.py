@@ -7,6 +7,13 @@ same way: a loop that raises — or returns before stop — is logged with its t
 with the same exponential backoff, and shown under ``tasks`` in `/healthz`. Nothing dies
 silently.
 
+Never a restart loop: a failure aa can explain — a DC down (a Kafka client error, an
+``OSError``), an :class:`~aa.errors.AaError`, a retriable :class:`FlowError` — is retried with
+backoff for as long as it lasts, since the DC comes back. Anything else is a crash (a defect, or
+an input aa does not expect): it is logged with its traceback each time, and after
+:data:`CRASH_LIMIT` crashes in a row, none of them after a healthy minute of running, the flow
+or loop is parked as ``failed`` with one message saying so, instead of crashing again forever.
+
 A process that seems stuck can be asked where it waits: SIGUSR1 logs ``task_dump``, one line per
 asyncio task with the chain of awaits it is suspended in; a task that misses the shutdown
 deadline is dumped the same way before it is cancelled."""
@@ -31,6 +38,17 @@ from aa.mirror.types import Router
 from aa.observe.metrics import Metrics
 
 log = get_logger("aa.supervisor")
+
+CRASH_LIMIT = 5
+"""Crashes in a row (none after a healthy run) before a flow or loop is parked as failed."""
+
+HEALTHY_RUN_S = 60.0
+"""A run that lasted this long was healthy: the backoff and the crash count start again."""
+
+
+def is_crash(exc: BaseException) -> bool:
+    """True for a failure aa cannot explain; false for a DC down or an explained error."""
+    return not isinstance(exc, FlowError | AaError | KafkaError | OSError)
 
 
 def task_stack(task: asyncio.Task[Any]) -> list[str]:
@@ -66,7 +84,32 @@ class Backoff:
     factor: float = 2.0
 
     def delay(self, attempt: int) -> float:
-        return float(min(self.max_s, self.initial_s * self.factor ** max(0, attempt - 1)))
+        # the exponent is capped: a DC down for a day fails ~1,440 restarts, and 2.0 ** 1024
+        # overflows (it raised in the keeper and took every flow of the process down)
+        exponent = min(max(0, attempt - 1), 64)
+        return float(min(self.max_s, self.initial_s * self.factor**exponent))
+
+
+@dataclass(slots=True)
+class Streak:
+    """The failures of one flow or loop since its last healthy run."""
+
+    attempt: int = 0
+    crashes: int = 0
+
+    def failed(self, state: FlowState, exc: BaseException | None) -> str | None:
+        """Count a failed run; the message to park it with when crashes reached the limit."""
+        healthy = time.time() - state.since >= HEALTHY_RUN_S
+        self.attempt = 1 if healthy else self.attempt + 1
+        self.crashes = (0 if healthy else self.crashes) + int(exc is not None and is_crash(exc))
+        if self.crashes < CRASH_LIMIT:
+            return None
+        return (
+            f"{state.name} crashed {self.crashes} times in a row, each within a minute of "
+            f"starting, last with {exc!r}; not restarted again, since restarting does not get "
+            "past it. This is a defect in aa or an input it does not expect: report it with the "
+            "tracebacks logged before this line, then restart the process"
+        )
 
 
 class Supervisor:
@@ -99,8 +142,8 @@ class Supervisor:
 
     def health(self) -> tuple[bool, dict[str, Any]]:
         """``ok`` says every flow runs; ``tasks`` shows the background loops, and ``degraded``
-        is true while one of them is backing off after a failure (it does not make ``ok``
-        false: copying goes on)."""
+        is true while one of them is backing off after a failure or parked as failed (it does
+        not make ``ok`` false: copying goes on)."""
 
         def show(st: FlowState) -> dict[str, Any]:
             return {"state": st.state, "restarts": st.restarts, "last_error": st.last_error}
@@ -112,7 +155,7 @@ class Supervisor:
                 flows[n]["topic_sync_error"] = error
         tasks = {n: show(st) for n, st in self.task_states.items()}
         ok = all(st.state in ("running", "starting") for st in self.states.values())
-        degraded = any(st.state == "backoff" for st in self.task_states.values())
+        degraded = any(st.state in ("backoff", "failed") for st in self.task_states.values())
         return ok, {"flows": flows, "tasks": tasks, "degraded": degraded}
 
     async def run(self, *, install_signals: bool = True) -> None:
@@ -153,7 +196,7 @@ class Supervisor:
         """Run one flow until stopped; restart it with backoff when it fails."""
         state = self.states[settings.name]
         labels = {"source": settings.source, "target": settings.target}
-        attempt = 0
+        streak = Streak()
         while not self.stopping.is_set():
             flow = self._factory(settings, router, self.metrics)
             self._live[settings.name] = flow
@@ -167,14 +210,21 @@ class Supervisor:
                     log.error("flow_failed", flow=settings.name, kind=exc.kind, error=str(exc))
                     return
                 self.metrics.errors.labels(**labels, kind=exc.kind).inc()
-            except Exception as exc:  # noqa: BLE001 - any crash: log, count, restart with backoff
+                parked = streak.failed(state, exc)
+            except Exception as exc:  # any other failure: log, count, restart or park
                 state.last_error = repr(exc)
                 self.metrics.errors.labels(**labels, kind=type(exc).__name__).inc()
+                if is_crash(exc):
+                    log.error("flow_crashed", flow=settings.name, error=repr(exc), exc_info=exc)
+                parked = streak.failed(state, exc)
             else:
                 state.state = "stopped"
                 return
-            attempt = attempt + 1 if time.time() - state.since < 60 else 1
-            delay = self._backoff.delay(attempt)
+            if parked is not None:
+                state.state, state.last_error = "failed", parked
+                log.error("flow_failed", flow=settings.name, kind="crash", error=parked)
+                return
+            delay = self._backoff.delay(streak.attempt)
             state.state, state.restarts = "backoff", state.restarts + 1
             self.metrics.restarts.labels(**labels).inc()
             log.warning(
@@ -191,27 +241,33 @@ class Supervisor:
     async def _keep_task(self, name: str, run: Callable[[asyncio.Event], Any]) -> None:
         """Run one background loop until stopped; restart it with backoff when it fails."""
         state = self.task_states[name]
-        attempt = 0
+        streak = Streak()
         while not self.stopping.is_set():
             state.state, state.since = "running", time.time()
+            failure: BaseException | None = None
             try:
                 await run(self.stopping)
             except (
                 Exception
             ) as exc:  # any crash: log with cause, count, restart (logged, so BLE ok)
-                state.last_error = repr(exc)
-                if isinstance(exc, AaError | KafkaError):  # explained: a DC down, a refusal
+                state.last_error, failure = repr(exc), exc
+                if not is_crash(exc):  # explained: a DC down, a refusal
                     log.error("background_task_failed", task=name, error=repr(exc))
                 else:  # a crash: its traceback
                     log.error("background_task_failed", task=name, error=repr(exc), exc_info=exc)
             else:
                 if self.stopping.is_set():
                     break
-                state.last_error = "returned before stop"
-                log.error("background_task_failed", task=name, error="returned before stop")
+                state.last_error = "returned before stop"  # a defect too: counts as a crash
+                failure = RuntimeError(state.last_error)
+                log.error("background_task_failed", task=name, error=state.last_error)
             self.metrics.background_failures.labels(task=name).inc()
-            attempt = attempt + 1 if time.time() - state.since < 60 else 1
-            delay = self._backoff.delay(attempt)
+            parked = streak.failed(state, failure)
+            if parked is not None:
+                state.state, state.last_error = "failed", parked
+                log.error("background_task_stopped_restarting", task=name, error=parked)
+                return
+            delay = self._backoff.delay(streak.attempt)
             state.state, state.restarts = "backoff", state.restarts + 1
             log.warning(
                 "background_task_restarting", task=name, in_s=delay, restarts=state.restarts
