@@ -26,7 +26,9 @@ from aiokafka.record.default_records import DefaultRecordBatchBuilder
 from aiokafka.structs import TopicPartition
 
 from aa.config import read_yaml
+from aa.logs import get_logger
 from aa.mirror import batches, restamp
+from aa.mirror.context import StageContext
 from aa.mirror.limits import TargetLimits
 from aa.mirror.route import Forwarder
 from aa.mirror.settings import FlowSettings
@@ -105,10 +107,8 @@ class _Target:
 
 def _forwarder(router: FlowRouter) -> Forwarder:
     settings = FlowSettings("SF", "NYC", {}, {}, "g")
-    return Forwarder(
-        settings, router, _Placement(), _Target(), None, Metrics(),  # type: ignore[arg-type]
-        lambda tp, offset: None,
-    )  # fmt: skip
+    ctx = StageContext(settings, router, Metrics(), get_logger("bench.decode_cost"))
+    return Forwarder(ctx, _Placement(), _Target(), lambda tp, offset: None)  # type: ignore[arg-type]
 
 
 def main(argv: list[str] | None = None) -> None:

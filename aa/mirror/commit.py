@@ -13,13 +13,12 @@ from typing import Any
 
 from aiokafka import TopicPartition
 
+from aa.mirror.context import StageContext
 from aa.mirror.delivery import Delivery
 from aa.mirror.memory import InFlightBytes, MemoryBudget
 from aa.mirror.pending import Pending
-from aa.mirror.settings import FlowSettings
 from aa.mirror.settle import Settler
 from aa.mirror.target import Target
-from aa.offsets.writer import OffsetSyncWriter
 
 
 class Committer:
@@ -28,20 +27,19 @@ class Committer:
 
     def __init__(
         self,
-        settings: FlowSettings,
+        ctx: StageContext,
         delivery: Delivery,
         settler: Settler,
         target: Target,
-        syncs: OffsetSyncWriter | None,
         budget: MemoryBudget | None = None,
     ) -> None:
-        self.settings = settings
+        self.ctx = ctx
         self.delivery = delivery
         self.settler = settler
         self.target = target
-        self.syncs = syncs
-        self.queue: asyncio.Queue[Pending | None] = asyncio.Queue(settings.max_inflight_batches)
-        self.in_flight = InFlightBytes((budget or MemoryBudget.of(settings)).in_flight_bytes)
+        self.queue: asyncio.Queue[Pending | None] = asyncio.Queue(ctx.settings.max_inflight_batches)
+        budget = budget or MemoryBudget.of(ctx.settings)
+        self.in_flight = InFlightBytes(budget.in_flight_bytes)
         """Record bytes queued and not yet settled: bounded too, not only their count."""
         self.ready: dict[TopicPartition, int] = {}
         """Settled source offsets not yet made durable."""
@@ -67,7 +65,7 @@ class Committer:
                 await self.in_flight.release(pending.held_bytes)
                 self.ready.update(pending.offsets)
                 now = time.monotonic()
-                if self.queue.empty() or now - last >= self.settings.commit_interval_s:
+                if self.queue.empty() or now - last >= self.ctx.settings.commit_interval_s:
                     await self.commit(final=False)
                     last = now
             finally:
@@ -76,8 +74,8 @@ class Committer:
     async def commit(self, *, final: bool) -> None:
         """Flush the open offset-sync runs (translation up to the commit; in exactly-once mode
         inside the transaction), then hand the ready offsets to the delivery."""
-        if self.syncs is not None:
-            await self.target.patiently(self.syncs.flush(), "offset syncs")
+        if self.ctx.syncs is not None:
+            await self.target.patiently(self.ctx.syncs.flush(), "offset syncs")
         ready, self.ready = self.ready, {}
         if not await self.delivery.commit(ready, final=final):
             self.ready = {**ready, **self.ready}  # kept for a later commit

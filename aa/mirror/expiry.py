@@ -17,16 +17,14 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from typing import Any
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.errors import KafkaError
 
+from aa.mirror.context import StageContext
 from aa.mirror.delivery import Delivery
 from aa.mirror.pending import Batch
 from aa.mirror.restamp import next_offset
-from aa.mirror.settings import FlowSettings
-from aa.observe.metrics import Metrics
 
 ASK_TIMEOUT_S = 10.0
 """How long the check waits for the offsets it asks for before it skips this time."""
@@ -43,19 +41,15 @@ class ExpiryCheck:
 
     def __init__(
         self,
-        settings: FlowSettings,
+        ctx: StageContext,
         consumer: AIOKafkaConsumer,
         delivery: Delivery,
-        metrics: Metrics,
-        log: Any,
         *,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.settings = settings
+        self.ctx = ctx
         self.consumer = consumer
         self.delivery = delivery
-        self.metrics = metrics
-        self.log = log
         self._clock = clock
         self._next: dict[TopicPartition, int] = {}
         """Per partition seen since the assignment, the offset after its last fetched batch."""
@@ -97,15 +91,15 @@ class ExpiryCheck:
         done, _ = await asyncio.wait({ask}, timeout=ASK_TIMEOUT_S)
         if ask not in done:  # a rebalance, a slow broker: advisory, never holds copying up
             ask.cancel()
-            self.log.warning("expiry_check_skipped", partitions=len(tps), error="no answer")
+            self.ctx.log.warning("expiry_check_skipped", partitions=len(tps), error="no answer")
             return
         if isinstance(ask.exception(), KafkaError):
-            self.log.warning(
+            self.ctx.log.warning(
                 "expiry_check_skipped", partitions=len(tps), error=repr(ask.exception())
             )
             return
         resume, starts = ask.result()
-        s = self.settings
+        s = self.ctx.settings
         for tp, start in starts.items():
             # where this fetch should have started: the delivery's resume offset, or (a jump
             # while running) the end of the previous batch, whichever is further
@@ -115,10 +109,10 @@ class ExpiryCheck:
             first = max(known)
             if start <= first or batch[tp][0].offset < start:
                 continue
-            self.metrics.expired.labels(source=s.source, target=s.target, topic=tp.topic).inc(
+            self.ctx.metrics.expired.labels(source=s.source, target=s.target, topic=tp.topic).inc(
                 start - first
             )
-            self.log.warning(
+            self.ctx.log.warning(
                 "records_expired_before_copy",
                 topic=tp.topic,
                 partition=tp.partition,

@@ -18,10 +18,9 @@ from typing import Any, Protocol
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
 
 from aa.mirror.batches import BatchSkipper
+from aa.mirror.context import StageContext
 from aa.mirror.memory import PartitionShare
 from aa.mirror.pending import Batch
-from aa.mirror.settings import FlowSettings
-from aa.observe.metrics import Metrics
 from aa.offsets.writer import OffsetSyncWriter
 
 
@@ -30,21 +29,17 @@ class Fetcher:
 
     def __init__(
         self,
-        settings: FlowSettings,
+        ctx: StageContext,
         consumer: AIOKafkaConsumer,
-        metrics: Metrics,
-        log: Any,
         skipper: BatchSkipper | None = None,
         share: PartitionShare | None = None,
     ) -> None:
-        self.settings = settings
+        self.ctx = ctx
         self.skipper = skipper
         """The consumer's batch skipper (:mod:`aa.mirror.batches`), whose counts go to metrics."""
         self.share = share
         """Keeps the per-partition fetch size within the memory budget (:mod:`aa.mirror.memory`)."""
         self.consumer = consumer
-        self.metrics = metrics
-        self.log = log
         self.routing = asyncio.Lock()
         """Held while a fetched batch is routed and queued; a revoke waits for it."""
         self.generation = 0
@@ -53,7 +48,6 @@ class Fetcher:
         """What failed the drain of a revoke (raised by the next :meth:`next_batch`)."""
         self._queued: dict[TopicPartition, int] = {}
         """Per source partition, the offset the last queued pending advances it to."""
-        self._labels = {"source": settings.source, "target": settings.target}
 
     async def next_batch(self) -> tuple[int, Batch]:
         """One ``getmany``, with the generation it was fetched in (see :meth:`current`)."""
@@ -62,12 +56,12 @@ class Fetcher:
         if self.share is not None:
             self.share.follow()
         batch = await self.consumer.getmany(
-            timeout_ms=200, max_records=self.settings.max_poll_records
+            timeout_ms=200, max_records=self.ctx.settings.max_poll_records
         )
         if self.skipper is not None:
             for tp, n in self.skipper.take().items():  # mirror-written batches, unread
-                self.metrics.skipped.labels(
-                    **self._labels, topic=tp.topic, reason="mirror-batch"
+                self.ctx.metrics.skipped.labels(
+                    **self.ctx.labels, topic=tp.topic, reason="mirror-batch"
                 ).inc(n)
         self.raise_revoke_error()
         return generation, batch
@@ -105,7 +99,7 @@ class Fetcher:
                 await drain()
             except Exception as exc:  # noqa: BLE001 - re-raised by the fetch loop, the flow stops
                 self.revoke_error = exc
-                self.log.error("revoke_drain_failed", error=repr(exc))
+                self.ctx.log.error("revoke_drain_failed", error=repr(exc))
 
     async def moved_positions(self) -> dict[TopicPartition, int]:
         """Positions that moved with no record returned: past transaction markers and aborted
@@ -124,8 +118,8 @@ class Fetcher:
     def set_lag(self, tp: TopicPartition, next_offset: int) -> None:
         high = self.consumer.highwater(tp)
         if high is not None:
-            self.metrics.lag.labels(
-                **self._labels, topic=tp.topic, partition=str(tp.partition)
+            self.ctx.metrics.lag.labels(
+                **self.ctx.labels, topic=tp.topic, partition=str(tp.partition)
             ).set(max(0, high - next_offset))
 
 

@@ -23,6 +23,7 @@ from aa.admin import ClusterAdmin
 from aa.logs import get_logger
 from aa.mirror import batches, restamp
 from aa.mirror.commit import Committer
+from aa.mirror.context import StageContext
 from aa.mirror.delivery import AtLeastOnce, Delivery, FlowClients
 from aa.mirror.eos import ExactlyOnce
 from aa.mirror.errors import FlowError as FlowError  # re-exported: callers import it here
@@ -94,9 +95,9 @@ class MirrorFlow:
         self._labels = {"source": settings.source, "target": settings.target}
 
     def make_target(
-        self, producer: AIOKafkaProducer, *, transactional: bool
+        self, ctx: StageContext, producer: AIOKafkaProducer, *, transactional: bool
     ) -> Target:  # a seam for tests that slow the target down
-        return Target(self.settings, producer, self.metrics, self.log, transactional=transactional)
+        return Target(ctx, producer, transactional=transactional)
 
     async def run(self, stop: asyncio.Event) -> None:
         s = self.settings
@@ -129,11 +130,13 @@ class MirrorFlow:
             )
             await producer.start()
             never_expire(producer)
-            target = self.make_target(producer, transactional=self.delivery.transactional)
-            stack.push_async_exit(lambda et, *_: target.stop(failed=et is not None))
             if s.offset_syncs:
-                await ensure_internal_topic(target_admin, s.sync_topic)
                 self.syncs = OffsetSyncWriter(producer, s.sync_topic)
+            ctx = StageContext(s, self.router, self.metrics, self.log, self.syncs)
+            target = self.make_target(ctx, producer, transactional=self.delivery.transactional)
+            stack.push_async_exit(lambda et, *_: target.stop(failed=et is not None))
+            if self.syncs is not None:
+                await ensure_internal_topic(target_admin, s.sync_topic)
             group = self.delivery.group_id()
             self._skipper = None
             batches.install()
@@ -160,7 +163,7 @@ class MirrorFlow:
             stack.push_async_callback(consumer.stop)
             clients = FlowClients(producer, consumer, target_admin, self.syncs, self.log)
             await self.delivery.start(clients)
-            self._wire(topics, target, producer, consumer, target_admin, budget)
+            self._wire(ctx, topics, target, producer, consumer, target_admin, budget)
             listener = RevokeListener(self) if group is not None else None
             consumer.subscribe(pattern=self.router.subscription(), listener=listener)
             self.metrics.up.labels(**self._labels).set(1)
@@ -191,6 +194,7 @@ class MirrorFlow:
 
     def _wire(
         self,
+        ctx: StageContext,
         topics: TopicSync,
         target: Target,
         producer: AIOKafkaProducer,
@@ -198,23 +202,13 @@ class MirrorFlow:
         target_admin: ClusterAdmin,
         budget: MemoryBudget,
     ) -> None:
-        s, d = self.settings, self.delivery
-        self._placement = Placement(
-            s, self.router, topics, target_admin, producer, consumer, self.log
-        )
-        self._fetcher = Fetcher(
-            s, consumer, self.metrics, self.log, self._skipper, PartitionShare(budget, consumer)
-        )
-        self._forwarder = Forwarder(
-            s, self.router, self._placement, target, self.syncs, self.metrics,
-            self._fetcher.set_lag,
-        )  # fmt: skip
-        self._settler = Settler(
-            s, self.router, target, self.syncs, self.metrics,
-            transactional=d.transactional, refusal=d.refusal,
-        )  # fmt: skip
-        self._committer = Committer(s, d, self._settler, target, self.syncs, budget)
-        self._expiry = ExpiryCheck(s, consumer, d, self.metrics, self.log)
+        d = self.delivery
+        self._placement = Placement(ctx, topics, target_admin, producer, consumer)
+        self._fetcher = Fetcher(ctx, consumer, self._skipper, PartitionShare(budget, consumer))
+        self._forwarder = Forwarder(ctx, self._placement, target, self._fetcher.set_lag)
+        self._settler = Settler(ctx, target, transactional=d.transactional, refusal=d.refusal)
+        self._committer = Committer(ctx, d, self._settler, target, budget)
+        self._expiry = ExpiryCheck(ctx, consumer, d)
 
     async def _fetch_loop(self, stop: asyncio.Event) -> None:
         """Fetch → admit → route → queue, one batch at a time, until ``stop``."""

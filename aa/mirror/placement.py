@@ -6,15 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
 from aa.admin import ClusterAdmin
+from aa.mirror.context import StageContext
 from aa.mirror.limits import TargetLimits, target_limits
-from aa.mirror.settings import FlowSettings
 from aa.mirror.topics import TopicSync
-from aa.mirror.types import Router
 from aa.observe.metrics import Metrics
 
 
@@ -23,21 +21,17 @@ class Placement:
 
     def __init__(
         self,
-        settings: FlowSettings,
-        router: Router,
+        ctx: StageContext,
         topics: TopicSync,
         target_admin: ClusterAdmin,
         producer: AIOKafkaProducer,
         consumer: AIOKafkaConsumer,
-        log: Any,
     ) -> None:
-        self.settings = settings
-        self.router = router
+        self.ctx = ctx
         self.topics = topics
         self.target_admin = target_admin
         self.producer = producer
         self.consumer = consumer
-        self.log = log
         self.limits: dict[str, TargetLimits] = {}
         """Per target topic, what it refuses (read when first seen, refreshed by topic sync)."""
         self._keep_partitions: dict[str, bool] = {}
@@ -49,11 +43,11 @@ class Placement:
 
     async def target_topic(self, source_topic: str) -> str | None:
         """The target topic of ``source_topic`` (``None``: not copied), known to the flow."""
-        target = self.router.target_topic(source_topic)
+        target = self.ctx.router.target_topic(source_topic)
         if target is None:
             return None
         if target not in self.topics.partitions:
-            if self.settings.topic_sync:
+            if self.ctx.settings.topic_sync:
                 await self.topics.sync(only=source_topic)
             if target not in self.topics.partitions:
                 parts = await self.producer.partitions_for(target)
@@ -84,14 +78,14 @@ class Placement:
 
     async def _grow_target(self, tp: TopicPartition, target: str) -> int:
         """Topic sync now for a source partition the target lacks; the target's count after."""
-        if self.settings.topic_sync:
+        if self.ctx.settings.topic_sync:
             await self.topics.sync(only=tp.topic)
         await self.producer.client.force_metadata_update()
         parts = len(await self.producer.partitions_for(target))
         self.topics.partitions[target] = parts
         if tp.partition >= parts:
             self._lacking.add((target, tp.partition))  # tried once; periodic syncs go on
-            self.log.warning(
+            self.ctx.log.warning(
                 "target_lacks_partition",
                 topic=target,
                 partition=tp.partition,
@@ -103,7 +97,7 @@ class Placement:
     async def sync_loop(self, stop: asyncio.Event, metrics: Metrics) -> None:
         """Topic sync every ``topic_sync_interval_s`` until ``stop``; best effort: a failure is
         logged, counted and shown in /healthz, and copying goes on."""
-        s = self.settings
+        s = self.ctx.settings
         while not stop.is_set():
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), s.topic_sync_interval_s)
@@ -116,4 +110,4 @@ class Placement:
             except Exception as exc:  # logged and counted: sync is best effort; copying goes on
                 self.topic_sync_error = repr(exc)
                 metrics.errors.labels(source=s.source, target=s.target, kind="topic-sync").inc()
-                self.log.warning("topic_sync_failed", error=repr(exc), exc_info=exc)
+                self.ctx.log.warning("topic_sync_failed", error=repr(exc), exc_info=exc)

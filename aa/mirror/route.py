@@ -14,6 +14,7 @@ from typing import Any
 
 from aiokafka import TopicPartition
 
+from aa.mirror.context import StageContext
 from aa.mirror.errors import FlowError
 from aa.mirror.limits import TargetLimits, headers_size
 from aa.mirror.pending import Batch, Pending
@@ -31,11 +32,8 @@ from aa.mirror.restamp import (
     next_offset,
     record_count,
 )
-from aa.mirror.settings import FlowSettings
 from aa.mirror.target import Target, appender, partition_for, seal
-from aa.mirror.types import Malformed, Router, Skip
-from aa.observe.metrics import Metrics
-from aa.offsets.writer import OffsetSyncWriter
+from aa.mirror.types import Malformed, Skip
 from aa.provenance import MIRRORED_AT
 
 
@@ -59,22 +57,15 @@ class Forwarder:
 
     def __init__(
         self,
-        settings: FlowSettings,
-        router: Router,
+        ctx: StageContext,
         placement: Placement,
         target: Target,
-        syncs: OffsetSyncWriter | None,
-        metrics: Metrics,
         set_lag: Callable[[TopicPartition, int], None],
     ) -> None:
-        self.settings = settings
-        self.router = router
+        self.ctx = ctx
         self.placement = placement
         self.target = target
-        self.syncs = syncs
-        self.metrics = metrics
         self.set_lag = set_lag
-        self._labels = {"source": settings.source, "target": settings.target}
         self._mark = b"".join(encode_header(k, v) for k, v in target.mark)
         """The ``aa-batch`` mark encoded, for the batch path."""
         self._stamps: dict[TopicPartition, Stamp] = {}
@@ -85,8 +76,8 @@ class Forwarder:
         now_ms = int(time.time() * 1000)
         skipped: Counter[tuple[str, str]] = Counter()
         for tp, records in batch.items():
-            if self.syncs is not None:
-                self.syncs.saw(tp, records[0].offset)
+            if self.ctx.syncs is not None:
+                self.ctx.syncs.saw(tp, records[0].offset)
             target = await self.placement.target_topic(tp.topic)
             if target is None:
                 skipped[(tp.topic, "not-routed")] += record_count(records)
@@ -95,8 +86,8 @@ class Forwarder:
             parts, same_partition = await self.placement.place(tp, target)
             if not same_partition:
                 records = expand(records)  # the batch path keeps partitions
-                if self.syncs is not None:
-                    await self.syncs.repartitioned(tp, target, records)  # translation refuses
+                if self.ctx.syncs is not None:
+                    await self.ctx.syncs.repartitioned(tp, target, records)  # translation refuses
             run = _Run(tp, target, None if same_partition else parts, now_ms)
             run.limits = self.placement.limits.get(target)
             if type(records[-1]) is RawBatch or type(records[0]) is RawBatch:
@@ -115,7 +106,7 @@ class Forwarder:
             pending.timestamps.append(records[-1].timestamp)
             self.set_lag(tp, after)
         for (topic, reason), n in skipped.items():
-            self.metrics.skipped.labels(**self._labels, topic=topic, reason=reason).inc(n)
+            self.ctx.metrics.skipped.labels(**self.ctx.labels, topic=topic, reason=reason).inc(n)
         return pending
 
     async def _raw(
@@ -125,7 +116,7 @@ class Forwarder:
         :mod:`aa.mirror.restamp` when it takes it, the rest (decoded) through the record path."""
         tp = run.tp
         stamp = self._stamps.get(tp)
-        local_stamp = getattr(self.router, "local_stamp", None)  # FlowRouter's
+        local_stamp = getattr(self.ctx.router, "local_stamp", None)  # FlowRouter's
         if stamp is None and local_stamp is not None:
             stamp = self._stamps[tp] = Stamp(local_stamp(tp.topic, tp.partition))
         if run.parts is not None:
@@ -198,7 +189,7 @@ class Forwarder:
         open_batches = run.open
         nbytes = forwarded = 0
         go_on = True
-        routes = self.router.route_batch(tp.topic, tp.partition, records)
+        routes = self.ctx.router.route_batch(tp.topic, tp.partition, records)
         for r, route in zip(records, routes, strict=True):
             if type(route) is list:
                 ts, key, value = r.timestamp, r.key, r.value
@@ -268,8 +259,8 @@ class Forwarder:
     ) -> bool:
         """A record the target must not get: dead-letter it, or (``on_error: fail``) stop the
         flow before it. Returns whether the flow stops."""
-        s = self.settings
-        self.metrics.errors.labels(**self._labels, kind=kind).inc()
+        s = self.ctx.settings
+        self.ctx.metrics.errors.labels(**self.ctx.labels, kind=kind).inc()
         if s.on_error == "fail":
             pending.offsets[tp] = record.offset  # commit up to, not past, the refused one
             what = REFUSED.get(kind, "a record the target refuses")
@@ -290,5 +281,5 @@ class Forwarder:
             keep_timestamp=kind != "invalid-timestamp",
         )
         pending.sends.append((fut, [record], s.dead_letter_topic, tp))
-        self.metrics.dead_lettered.labels(**self._labels, topic=tp.topic, reason=kind).inc()
+        self.ctx.metrics.dead_lettered.labels(**self.ctx.labels, topic=tp.topic, reason=kind).inc()
         return False

@@ -12,14 +12,11 @@ from typing import Any
 from aiokafka import TopicPartition
 from aiokafka.errors import KafkaTimeoutError
 
+from aa.mirror.context import StageContext
 from aa.mirror.errors import FlowError
 from aa.mirror.pending import Pending
 from aa.mirror.refusals import BROKER_REFUSALS
-from aa.mirror.settings import FlowSettings
 from aa.mirror.target import Target
-from aa.mirror.types import Router
-from aa.observe.metrics import Metrics
-from aa.offsets.writer import OffsetSyncWriter
 
 
 class Settler:
@@ -27,24 +24,17 @@ class Settler:
 
     def __init__(
         self,
-        settings: FlowSettings,
-        router: Router,
+        ctx: StageContext,
         target: Target,
-        syncs: OffsetSyncWriter | None,
-        metrics: Metrics,
         *,
         transactional: bool,
         refusal: Callable[[BaseException], FlowError | None],
     ) -> None:
-        self.settings = settings
-        self.router = router
+        self.ctx = ctx
         self.target = target
-        self.syncs = syncs
-        self.metrics = metrics
         self.transactional = transactional
         self._refusal = refusal
         """The delivery's own reading of a produce error (exactly-once: fenced), if any."""
-        self._labels = {"source": settings.source, "target": settings.target}
         self._uncounted: list[Pending] = []
         """Settled copies not counted yet (exactly-once: until their transaction commits)."""
         self.copied_total = 0
@@ -58,7 +48,7 @@ class Settler:
             if isinstance(result, BaseException):
                 for record in held:
                     await self._refused(record, tp, target, result, alone=len(held) == 1)
-            elif self.syncs is not None and held:
+            elif self.ctx.syncs is not None and held:
                 await self._write_syncs(held, tp, target, result)
         self._uncounted.append(pending)
         if not self.transactional:
@@ -68,14 +58,16 @@ class Settler:
         """Count the settled copies as replicated (exactly-once: once their transaction
         committed; see :meth:`discard_counts`)."""
         now = time.time()
-        hist = self.metrics.latency.labels(**self._labels)
+        hist = self.ctx.metrics.latency.labels(**self.ctx.labels)
         for pending in self._uncounted:
             for ts in pending.timestamps:
                 hist.observe(max(0.0, now - ts / 1000))
             for topic, n in pending.copied.items():
                 if n:
-                    self.metrics.records.labels(**self._labels, topic=topic).inc(n)
-                    self.metrics.bytes.labels(**self._labels, topic=topic).inc(pending.bytes[topic])
+                    self.ctx.metrics.records.labels(**self.ctx.labels, topic=topic).inc(n)
+                    self.ctx.metrics.bytes.labels(**self.ctx.labels, topic=topic).inc(
+                        pending.bytes[topic]
+                    )
                     self.copied_total += n
         self._uncounted.clear()
 
@@ -88,23 +80,23 @@ class Settler:
     ) -> None:
         """Offset syncs for a batch that kept its partition (not for dead letters or
         re-partitioned targets, which translation refuses)."""
-        assert self.syncs is not None
-        if meta.partition != tp.partition or target != self.router.target_topic(tp.topic):
+        assert self.ctx.syncs is not None
+        if meta.partition != tp.partition or target != self.ctx.router.target_topic(tp.topic):
             return
-        if self.syncs.failed:
+        if self.ctx.syncs.failed:
             raise FlowError(
-                f"{self.settings.name}: writing offset syncs to {self.syncs.topic} in "
-                f"{self.settings.target} failed: {self.syncs.last_error!r}",
+                f"{self.ctx.settings.name}: writing offset syncs to {self.ctx.syncs.topic} in "
+                f"{self.ctx.settings.target} failed: {self.ctx.syncs.last_error!r}",
                 kind="offset-sync",
                 retriable=True,
             )
         waited = 0.0
         while True:
             try:
-                await self.syncs.copied(tp, target, held, meta.offset)
+                await self.ctx.syncs.copied(tp, target, held, meta.offset)
             except KafkaTimeoutError as exc:  # the sync topic's buffer stayed full
-                waited += self.settings.request_timeout_ms / 1000
-                self.target.waiting(self.syncs.topic, waited, exc)
+                waited += self.ctx.settings.request_timeout_ms / 1000
+                self.target.waiting(self.ctx.syncs.topic, waited, exc)
             else:
                 return
 
@@ -112,20 +104,20 @@ class Settler:
         self, record: Any, tp: TopicPartition, target: str, exc: BaseException, *, alone: bool
     ) -> None:
         """The target refused a batch holding ``record`` of ``tp`` (``alone``: the only one)."""
-        s = self.settings
+        s = self.ctx.settings
         where = f"{tp.topic}/{tp.partition}@{record.offset}"
         own = self._refusal(exc)
         if own is not None:
             raise own from exc
         kind = BROKER_REFUSALS.get(type(exc))
         if kind is None:
-            self.metrics.errors.labels(**self._labels, kind=type(exc).__name__).inc()
+            self.ctx.metrics.errors.labels(**self.ctx.labels, kind=type(exc).__name__).inc()
             raise FlowError(
                 f"{s.name}: producing {where} to {s.target}/{target} failed: {exc!r}",
                 kind=type(exc).__name__,
                 retriable=True,
             ) from exc
-        self.metrics.errors.labels(**self._labels, kind=kind).inc()
+        self.ctx.metrics.errors.labels(**self.ctx.labels, kind=kind).inc()
         if s.on_error == "dead-letter" and target != s.dead_letter_topic and alone:
             reason = f"{kind}: refused by {target} ({type(exc).__name__})"
             fut = await self.target.dead_letter(
@@ -136,7 +128,9 @@ class Settler:
                 keep_timestamp=kind != "invalid-timestamp",
             )
             await fut
-            self.metrics.dead_lettered.labels(**self._labels, topic=tp.topic, reason=kind).inc()
+            self.ctx.metrics.dead_lettered.labels(
+                **self.ctx.labels, topic=tp.topic, reason=kind
+            ).inc()
             return
         # A restart would send the same records and be refused again: stop for good.
         raise FlowError(

@@ -15,12 +15,11 @@ from aiokafka.errors import KafkaTimeoutError, UnknownTopicOrPartitionError
 from aiokafka.partitioner import murmur2
 from aiokafka.producer.message_accumulator import BatchBuilder
 
+from aa.mirror.context import StageContext
 from aa.mirror.errors import FlowError, aiokafka_part
 from aa.mirror.limits import TargetLimits, record_size
 from aa.mirror.refusals import DEAD_LETTER_REASON
 from aa.mirror.restamp import RawBuilder
-from aa.mirror.settings import FlowSettings
-from aa.observe.metrics import Metrics
 from aa.provenance import SRC, batch_mark
 
 DELIVERY_TIMEOUT_S = 120.0
@@ -112,30 +111,25 @@ class Target:
 
     def __init__(
         self,
-        settings: FlowSettings,
+        ctx: StageContext,
         producer: AIOKafkaProducer,
-        metrics: Metrics,
-        log: Any,
         *,
         transactional: bool,
     ) -> None:
-        self.settings = settings
+        self.ctx = ctx
         self.producer = producer
-        self.metrics = metrics
-        self.log = log
         self.transactional = transactional
-        self._labels = {"source": settings.source, "target": settings.target}
         self._tracked: set[str] = set()
         """Target topics the producer's metadata must keep (see :func:`track`)."""
-        self.mark = _batch_mark(producer, settings.target)
+        self.mark = _batch_mark(producer, ctx.settings.target)
         """``aa-batch`` for the first record of each batch (:mod:`aa.mirror.batches`)."""
 
     def new_batch(self, limits: TargetLimits | None) -> Any:
         """A batch builder no larger than the target topic takes (its max.message.bytes)."""
         cap = limits.batch_cap if limits is not None else None
-        if cap is None or cap >= self.settings.batch_size:
+        if cap is None or cap >= self.ctx.settings.batch_size:
             return self.producer.create_batch()
-        compression = self.settings.compression
+        compression = self.ctx.settings.compression
         # aiokafka's own codec table (the producer's compression, on a smaller batch)
         codec = AIOKafkaProducer._COMPRESSORS[compression][1] if compression else 0
         return BatchBuilder(cap, codec, is_transactional=self.transactional)
@@ -143,9 +137,10 @@ class Target:
     def new_raw_batch(self, limits: TargetLimits | None) -> RawBuilder:
         """A batch the batch path of :mod:`aa.mirror.restamp` appends to (same size and
         compression as :meth:`new_batch`)."""
+        s = self.ctx.settings
         cap = limits.batch_cap if limits is not None else None
-        size = self.settings.batch_size if cap is None else min(cap, self.settings.batch_size)
-        compression = self.settings.compression
+        size = s.batch_size if cap is None else min(cap, s.batch_size)
+        compression = s.compression
         codec = AIOKafkaProducer._COMPRESSORS[compression][1] if compression else 0
         return RawBuilder(size, codec, is_transactional=self.transactional)
 
@@ -163,7 +158,7 @@ class Target:
             except (KafkaTimeoutError, UnknownTopicOrPartitionError) as exc:
                 # the partition's previous batch, or its metadata, waited request_timeout_ms:
                 # the target is down or electing a leader. Wait on (backpressure), in order.
-                waited += self.settings.request_timeout_ms / 1000
+                waited += self.ctx.settings.request_timeout_ms / 1000
                 self.waiting(f"{topic}/{partition}", waited, exc)
             else:
                 return fut
@@ -173,7 +168,7 @@ class Target:
         ``target_waiting`` warning every request timeout, a retriable failure after
         :data:`DELIVERY_TIMEOUT_S`."""
         task = asyncio.ensure_future(work)
-        step = self.settings.request_timeout_ms / 1000
+        step = self.ctx.settings.request_timeout_ms / 1000
         waited = 0.0
         try:
             while True:
@@ -191,9 +186,9 @@ class Target:
     def waiting(self, what: str, waited_s: float, exc: BaseException | None) -> None:
         """The target has taken or acknowledged nothing for ``waited_s``: warn, and fail the
         flow (retriable) once that reaches :data:`DELIVERY_TIMEOUT_S`."""
-        s = self.settings
-        self.metrics.errors.labels(**self._labels, kind="target-waiting").inc()
-        self.log.warning(
+        s = self.ctx.settings
+        self.ctx.metrics.errors.labels(**self.ctx.labels, kind="target-waiting").inc()
+        self.ctx.log.warning(
             "target_waiting", waiting_for=what, waited_s=round(waited_s, 1), error=repr(exc)
         )
         if waited_s >= DELIVERY_TIMEOUT_S:
@@ -214,7 +209,7 @@ class Target:
         keep_timestamp: bool = True,
     ) -> asyncio.Future[Any]:
         """Send ``record`` to the dead-letter topic with why; the future of its delivery."""
-        ref = f"{self.settings.source}/{tp.topic}/{tp.partition}/{record.offset}"
+        ref = f"{self.ctx.settings.source}/{tp.topic}/{tp.partition}/{record.offset}"
         headers = [
             *(record.headers or ()),
             (DEAD_LETTER_REASON, reason.encode()),
@@ -226,16 +221,16 @@ class Target:
         # a refused timestamp would be refused again: the dead letter gets the current time
         ts = record.timestamp if keep_timestamp else None
         fut: asyncio.Future[Any] = await self.producer.send(
-            self.settings.dead_letter_topic, value, key, None, ts, headers
+            self.ctx.settings.dead_letter_topic, value, key, None, ts, headers
         )
-        self.log.warning("dead_lettered", src=ref, reason=reason)
+        self.ctx.log.warning("dead_lettered", src=ref, reason=reason)
         return fut
 
     async def stop(self, failed: bool) -> None:
         """Stop the producer; when the flow failed, abandon what the target did not take."""
         if failed:
             stopped = FlowError(
-                f"{self.settings.name}: the flow stopped", kind="stopped", retriable=True
+                f"{self.ctx.settings.name}: the flow stopped", kind="stopped", retriable=True
             )
             abandon(self.producer, stopped)
         await self.producer.stop()

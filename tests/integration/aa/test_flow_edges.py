@@ -13,6 +13,7 @@ import pytest
 from aiokafka import AIOKafkaProducer
 
 from aa.admin import ClusterAdmin
+from aa.mirror.context import StageContext
 from aa.mirror.flow import MirrorFlow
 from aa.mirror.settings import FlowSettings
 from aa.mirror.target import Target
@@ -83,17 +84,19 @@ class _SlowFirstSubmit(MirrorFlow):
             with contextlib.suppress(AssertionError):  # the revoke waits for this batch
                 await eventually(lambda: _rebalanced(client, self.settings.group_id), timeout=10)
 
-    def make_target(self, producer: AIOKafkaProducer, *, transactional: bool) -> Target:
-        return _HeldTarget(self, producer, transactional=transactional)
+    def make_target(
+        self, ctx: StageContext, producer: AIOKafkaProducer, *, transactional: bool
+    ) -> Target:
+        return _HeldTarget(self, ctx, producer, transactional=transactional)
 
 
 class _HeldTarget(Target):
     """A target whose submit first awaits the flow's ``held()`` (the fault of a test)."""
 
-    def __init__(self, flow: Any, producer: AIOKafkaProducer, *, transactional: bool) -> None:
-        super().__init__(
-            flow.settings, producer, flow.metrics, flow.log, transactional=transactional
-        )
+    def __init__(
+        self, flow: Any, ctx: StageContext, producer: AIOKafkaProducer, *, transactional: bool
+    ) -> None:
+        super().__init__(ctx, producer, transactional=transactional)
         self._flow = flow
 
     async def submit(self, builder: Any, topic: str, partition: int) -> asyncio.Future[Any]:
@@ -166,8 +169,10 @@ class _SlowDuringRebalance(MirrorFlow):
             )
             await asyncio.sleep(self.hold_s)  # the fault: a batch slower than the session
 
-    def make_target(self, producer: AIOKafkaProducer, *, transactional: bool) -> Target:
-        return _HeldTarget(self, producer, transactional=transactional)
+    def make_target(
+        self, ctx: StageContext, producer: AIOKafkaProducer, *, transactional: bool
+    ) -> Target:
+        return _HeldTarget(self, ctx, producer, transactional=transactional)
 
 
 async def _is_state(client: Any, group: str, state: str) -> bool:

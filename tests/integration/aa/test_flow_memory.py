@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from aiokafka import AIOKafkaProducer
 
+from aa.mirror.context import StageContext
 from aa.mirror.flow import MirrorFlow
 from aa.mirror.settings import FlowSettings
 from aa.mirror.target import Target
@@ -42,10 +43,10 @@ class _HeldFlow(MirrorFlow):
         super().__init__(settings, router, Metrics())
         self.release = asyncio.Event()
 
-    def make_target(self, producer: AIOKafkaProducer, *, transactional: bool) -> Target:
-        target = _HeldTarget(
-            self.settings, producer, self.metrics, self.log, transactional=transactional
-        )
+    def make_target(
+        self, ctx: StageContext, producer: AIOKafkaProducer, *, transactional: bool
+    ) -> Target:
+        target = _HeldTarget(ctx, producer, transactional=transactional)
         target.release = self.release
         return target
 

@@ -9,6 +9,7 @@ import pytest
 from aiokafka import TopicPartition
 from structlog.testing import capture_logs
 
+from aa.mirror.context import StageContext
 from aa.mirror.expiry import ExpiryCheck
 from aa.observe.metrics import Metrics
 from tests.helpers.mirror import sf_to_nyc
@@ -47,7 +48,8 @@ def _batch(first: int, n: int) -> dict[TopicPartition, list[Any]]:
 def _check(consumer: _Consumer, resume: int | None) -> tuple[ExpiryCheck, Metrics]:
     metrics = Metrics()
     settings = sf_to_nyc("sf:1", "nyc:1", "g")
-    return ExpiryCheck(settings, consumer, _Delivery(resume), metrics, _Log()), metrics  # type: ignore[arg-type]
+    ctx = StageContext(settings, None, metrics, _Log())  # type: ignore[arg-type]  # no routing here
+    return ExpiryCheck(ctx, consumer, _Delivery(resume)), metrics  # type: ignore[arg-type]
 
 
 class _Log:

@@ -15,6 +15,7 @@ from aiokafka import TopicPartition
 from aiokafka.errors import KafkaConnectionError
 
 from aa.mirror.commit import Committer
+from aa.mirror.context import StageContext
 from aa.mirror.errors import FlowError
 from aa.mirror.fetch import Fetcher
 from aa.mirror.limits import TargetLimits
@@ -49,6 +50,10 @@ def recs(tp: TopicPartition, first: int, n: int, **kw: Any) -> list[Rec]:
 
 def settings(**kw: Any) -> FlowSettings:
     return FlowSettings("A", "B", {"bootstrap_servers": "-"}, {"bootstrap_servers": "-"}, "g", **kw)
+
+
+def context(s: FlowSettings, router: Any) -> StageContext:
+    return StageContext(s, router, Metrics(), structlog.get_logger())
 
 
 class Router:
@@ -139,12 +144,9 @@ class FakeTarget:
 def forwarder(target: FakeTarget, placement: Placement | None = None, **kw: Any) -> Forwarder:
     router = Router(**{k: kw.pop(k) for k in ("skip", "bad") if k in kw})
     return Forwarder(
-        settings(**kw),
-        router,  # type: ignore[arg-type]
+        context(settings(**kw), router),
         placement or Placement(),  # type: ignore[arg-type]
         target,  # type: ignore[arg-type]
-        None,
-        Metrics(),
         lambda tp, o: None,
     )
 
@@ -231,11 +233,12 @@ class Delivery:
 def committer(delivery: Delivery, **kw: Any) -> tuple[Committer, Settler]:
     s = settings(commit_interval_s=3600, **kw)
     target = FakeTarget()
+    ctx = context(s, Router())
     settler = Settler(
-        s, Router(), target, None, Metrics(),  # type: ignore[arg-type]
+        ctx, target,  # type: ignore[arg-type]
         transactional=delivery.transactional, refusal=delivery.refusal,
     )  # fmt: skip
-    return Committer(s, delivery, settler, target, None), settler  # type: ignore[arg-type]
+    return Committer(ctx, delivery, settler, target), settler  # type: ignore[arg-type]
 
 
 def sent(result: Any) -> tuple[asyncio.Future[Any], list[Any], str, TopicPartition]:
@@ -315,7 +318,7 @@ class Consumer:
 
 async def test_a_drain_failing_in_the_revoke_is_raised_by_the_next_fetch() -> None:
     """aiokafka only logs what a rebalance listener raises: the fetch stage keeps it."""
-    fetcher = Fetcher(settings(), Consumer(), Metrics(), structlog.get_logger())  # type: ignore[arg-type]
+    fetcher = Fetcher(context(settings(), Router()), Consumer())  # type: ignore[arg-type]
 
     async def failing_drain() -> None:
         raise FlowError("target down", kind="target-timeout", retriable=True)

@@ -21,7 +21,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from aa.config import read_yaml
+from aa.logs import get_logger
 from aa.mirror import batches, restamp
+from aa.mirror.context import StageContext
 from aa.mirror.limits import TargetLimits
 from aa.mirror.route import Forwarder
 from aa.mirror.settings import FlowSettings
@@ -119,10 +121,9 @@ def copy(
     records = list(fetched)
     raw_batches = sum(type(r) is restamp.RawBatch for r in records)
     target = _Target(batch_size, mark)
-    forwarder = Forwarder(
-        FlowSettings("SF", "NYC", {}, {}, "g", on_error=on_error), _router(),
-        _Placement(limits), target, None, Metrics(), lambda tp, offset: None,  # type: ignore[arg-type]
-    )  # fmt: skip
+    s = FlowSettings("SF", "NYC", {}, {}, "g", on_error=on_error)
+    ctx = StageContext(s, _router(), Metrics(), get_logger("test"))
+    forwarder = Forwarder(ctx, _Placement(limits), target, lambda tp, offset: None)  # type: ignore[arg-type]
     loop = asyncio.new_event_loop()
     try:
         with mock.patch("aa.mirror.route.time.time", return_value=1_795_474_068.385):
