@@ -16,6 +16,7 @@ from typing import Any
 
 from aa.checkpoints.task import CheckpointTask
 from aa.config import Flow, Topology
+from aa.deadlines import finished_within
 from aa.errors import AaError
 from aa.heartbeat.tasks import watch_heartbeats, write_heartbeats
 from aa.lag import LagReader, PartitionLag
@@ -110,19 +111,18 @@ async def _read_lag(
     reads: dict[str, asyncio.Task[list[PartitionLag]]],
     timeout_s: float,
 ) -> list[PartitionLag]:
-    """One bounded lag read of ``flow``. The read runs as its own task and is waited for with
-    a deadline, not cancelled into: a DC that black-holes packets would otherwise hold it for
-    the client's request timeout (40 s) with the gauges frozen, and a cancellation aiokafka
-    swallows would hold it forever. While a timed-out read has not ended, no second one is
-    started (at most one per flow)."""
+    """One bounded lag read of ``flow`` (:func:`aa.deadlines.finished_within`): a DC that
+    black-holes packets would otherwise hold it for the client's request timeout (40 s) with the
+    gauges frozen. While a timed-out read has not ended, no second one is started (at most one
+    per flow)."""
     task = reads.get(flow.name)
     if task is None or task.done():
         task = reads[flow.name] = asyncio.create_task(reader.flow_lag(flow))
-        done, _ = await asyncio.wait({task}, timeout=timeout_s)
-    else:
-        done = set()
-    if task not in done:
+        finished = await finished_within(task, timeout_s)
+    else:  # the timed-out read has not ended: no second one
         task.cancel()
+        finished = False
+    if not finished:
         raise LagExportError(
             f"no answer within {timeout_s:g} s: is {flow.source} (and, for exactly-once, "
             f"{flow.target}) reachable from here?"

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.errors import KafkaError
 
+from aa.deadlines import finished_within
 from aa.mirror.context import StageContext
 from aa.mirror.delivery import Delivery
 from aa.mirror.pending import Batch
@@ -88,9 +89,8 @@ class ExpiryCheck:
         """``before``: per partition, where its previous batch ended (``None``: the first)."""
         tps = list(before)
         ask = asyncio.ensure_future(self._offsets(tps))
-        done, _ = await asyncio.wait({ask}, timeout=ASK_TIMEOUT_S)
-        if ask not in done:  # a rebalance, a slow broker: advisory, never holds copying up
-            ask.cancel()
+        if not await finished_within(ask, ASK_TIMEOUT_S):
+            # a rebalance, a slow broker: advisory, never holds copying up
             self.ctx.log.warning("expiry_check_skipped", partitions=len(tps), error="no answer")
             return
         if isinstance(ask.exception(), KafkaError):
