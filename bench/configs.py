@@ -28,6 +28,9 @@ class Tuning:
     compression: str = "none"
     max_in_flight: int = 5
     mm2_tasks: int = 1
+    aa_memory_budget_mb: int | None = None
+    """aa's ``tuning.memory_budget_mb`` (``None``: its default, 32 MiB per flow). It bounds what
+    a flow holds between fetch and acknowledgement, and so the fetch sizes a catch-up runs at."""
 
     def producer_props(self) -> dict[str, str]:
         """Java producer properties equal to aa's producer settings."""
@@ -71,6 +74,11 @@ def aa_topology(
             "batch_size": tuning.batch_size,
             "linger_ms": tuning.linger_ms,
             "compression": tuning.compression,
+            **(
+                {"memory_budget_mb": tuning.aa_memory_budget_mb}
+                if tuning.aa_memory_budget_mb is not None
+                else {}
+            ),
         },
         # Like MM2 below: no heartbeats, no consumer-group checkpoints; offset syncs stay on
         # in both (MM2 always writes them).

@@ -53,6 +53,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--batch-size", type=int, default=Tuning().batch_size)
     p.add_argument("--linger-ms", type=int, default=Tuning().linger_ms)
     p.add_argument("--compression", default="none")
+    p.add_argument(
+        "--aa-memory-budget-mb",
+        type=int,
+        help="aa's tuning.memory_budget_mb per flow (default: aa's own, 32)",
+    )
     p.add_argument("--aa-loop-prevention", default="headers", choices=["headers", "prefix"])
     p.add_argument(
         "--aa-profile",
@@ -102,7 +107,7 @@ def main(argv: list[str] | None = None) -> Path:
     )  # fmt: skip
     tuning = Tuning(
         batch_size=args.batch_size, linger_ms=args.linger_ms, compression=args.compression,
-        mm2_tasks=args.mm2_tasks,
+        mm2_tasks=args.mm2_tasks, aa_memory_budget_mb=args.aa_memory_budget_mb,
     )  # fmt: skip
     logging.getLogger("aiokafka").setLevel(logging.ERROR)  # retries on fresh topics are noise
     started = datetime.now(UTC)

@@ -55,6 +55,13 @@ def test_aa_topology_is_accepted_by_aa_config() -> None:
     assert not topo.checkpoints.enabled
 
 
+def test_aa_memory_budget_is_aas_default_unless_the_bench_asks_for_another() -> None:
+    default = read_yaml(aa_topology(BOOT, ["SF->NYC"], ["t"], Tuning()))
+    larger = read_yaml(aa_topology(BOOT, ["SF->NYC"], ["t"], Tuning(aa_memory_budget_mb=128)))
+    assert default.tuning.memory_budget_mb == 32
+    assert larger.tuning.memory_budget_mb == 128
+
+
 def test_mm2_properties_enable_only_the_given_flows_with_equal_producer_settings() -> None:
     text = mm2_properties(BOOT, ["SF->NYC"], ["bench-w1-mm2-x"], Tuning(), policy=DEFAULT_POLICY)
     props = {
