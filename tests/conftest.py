@@ -37,6 +37,13 @@ KAFKA39_MODULES = frozenset(
         "tests/integration/aa/test_active_active.py",
         "tests/integration/aa/test_eos.py",
         "tests/integration/aa/test_failover_drill.py",
+        # the batch path and the target's refusals: 3.9's topic defaults differ (timestamps)
+        "tests/integration/aa/test_batch_skip.py",
+        "tests/integration/aa/test_flow_expired.py",
+        "tests/integration/aa/test_foreign_provenance.py",
+        "tests/integration/aa/test_hostile_records.py",
+        "tests/integration/aa/test_mirror_refusals.py",
+        "tests/integration/aa/test_target_metadata.py",
     }
 )
 
