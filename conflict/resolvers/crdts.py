@@ -12,6 +12,7 @@ import pycrdt
 
 from conflict.envelope import Event
 from conflict.errors import ResolverError
+from conflict.resolvers.observed import Observed
 
 
 @dataclass(slots=True)
@@ -54,12 +55,8 @@ class CounterResolver:
         return state.total
 
 
-@dataclass(slots=True)
-class Elements:
-    """OR-set state: live adds (id -> canonical element bytes) and every removed add id."""
-
-    adds: dict[str, bytes] = field(default_factory=dict)
-    removed: set[str] = field(default_factory=set)
+Elements = Observed[bytes]
+"""OR-set state: live adds (id -> canonical element bytes) and every removed add id."""
 
 
 class SetResolver:
@@ -80,22 +77,16 @@ class SetResolver:
 
     def add(self, state: Elements, event: Event) -> Elements:
         if event.type == "remove":
-            state.removed.update(event.supersedes)
-            for old in event.supersedes:
-                state.adds.pop(old, None)
-        elif event.id not in state.removed:
-            state.adds[event.id] = orjson.dumps(
-                event.payload["element"], option=orjson.OPT_SORT_KEYS
-            )
+            state.supersede(event.supersedes)
+        else:
+            state.put(event.id, orjson.dumps(event.payload["element"], option=orjson.OPT_SORT_KEYS))
         return state
 
     def merge(self, a: Elements, b: Elements) -> Elements:
-        removed = a.removed | b.removed
-        adds = {i: x for i, x in (*a.adds.items(), *b.adds.items()) if i not in removed}
-        return Elements(adds, removed)
+        return a.merged(b)
 
     def value(self, state: Elements) -> Any:
-        return [orjson.loads(x) for x in sorted(set(state.adds.values()))]
+        return [orjson.loads(x) for x in sorted(set(state.live.values()))]
 
 
 def yjs_update(event: Event) -> bytes:

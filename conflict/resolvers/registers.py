@@ -11,6 +11,7 @@ from typing import Any
 
 from conflict.envelope import Event, Order
 from conflict.errors import ResolverError
+from conflict.resolvers.observed import Observed
 
 DELETE = "delete"
 
@@ -100,12 +101,8 @@ class FieldLWWResolver:
         }
 
 
-@dataclass(slots=True)
-class Siblings:
-    """Multi-value state: the versions nothing supersedes, and every superseded id."""
-
-    live: dict[str, Event] = field(default_factory=dict)
-    superseded: set[str] = field(default_factory=set)
+Siblings = Observed[Event]
+"""Multi-value state: the versions nothing supersedes, and every superseded id."""
 
 
 class MultiValueResolver:
@@ -122,17 +119,12 @@ class MultiValueResolver:
         return Siblings()
 
     def add(self, state: Siblings, event: Event) -> Siblings:
-        state.superseded.update(event.supersedes)
-        for old in event.supersedes:
-            state.live.pop(old, None)
-        if event.id not in state.superseded:
-            state.live[event.id] = event
+        state.supersede(event.supersedes)
+        state.put(event.id, event)
         return state
 
     def merge(self, a: Siblings, b: Siblings) -> Siblings:
-        superseded = a.superseded | b.superseded
-        live = {i: e for i, e in (*a.live.items(), *b.live.items()) if i not in superseded}
-        return Siblings(live, superseded)
+        return a.merged(b)
 
     def value(self, state: Siblings) -> Any:
         return [
