@@ -29,6 +29,7 @@ from aa.config import read_yaml
 from aa.logs import get_logger
 from aa.mirror import batches, restamp
 from aa.mirror.context import StageContext
+from aa.mirror.delivery import AtLeastOnce, FlowClients
 from aa.mirror.limits import TargetLimits
 from aa.mirror.route import Forwarder
 from aa.mirror.settings import FlowSettings
@@ -107,7 +108,8 @@ class _Target:
 
 def _forwarder(router: FlowRouter) -> Forwarder:
     settings = FlowSettings("SF", "NYC", {}, {}, "g")
-    ctx = StageContext(settings, router, Metrics(), get_logger("bench.decode_cost"))
+    clients = FlowClients(None, None, None, None, get_logger("bench.decode_cost"))  # type: ignore[arg-type]
+    ctx = StageContext(settings, router, Metrics(), AtLeastOnce(settings), clients)
     return Forwarder(ctx, _Placement(), _Target(), lambda tp, offset: None)  # type: ignore[arg-type]
 
 

@@ -14,7 +14,6 @@ from typing import Any
 from aiokafka import TopicPartition
 
 from aa.mirror.context import StageContext
-from aa.mirror.delivery import Delivery
 from aa.mirror.memory import InFlightBytes, MemoryBudget
 from aa.mirror.pending import Pending
 from aa.mirror.settle import Settler
@@ -25,21 +24,12 @@ class Committer:
     """Owns the bounded queue between the route and commit stages (the flow's backpressure)
     and the settled offsets not yet durable."""
 
-    def __init__(
-        self,
-        ctx: StageContext,
-        delivery: Delivery,
-        settler: Settler,
-        target: Target,
-        budget: MemoryBudget | None = None,
-    ) -> None:
+    def __init__(self, ctx: StageContext, settler: Settler, target: Target) -> None:
         self.ctx = ctx
-        self.delivery = delivery
         self.settler = settler
         self.target = target
         self.queue: asyncio.Queue[Pending | None] = asyncio.Queue(ctx.settings.max_inflight_batches)
-        budget = budget or MemoryBudget.of(ctx.settings)
-        self.in_flight = InFlightBytes(budget.in_flight_bytes)
+        self.in_flight = InFlightBytes(MemoryBudget.of(ctx.settings).in_flight_bytes)
         """Record bytes queued and not yet settled: bounded too, not only their count."""
         self.ready: dict[TopicPartition, int] = {}
         """Settled source offsets not yet made durable."""
@@ -74,12 +64,12 @@ class Committer:
     async def commit(self, *, final: bool) -> None:
         """Flush the open offset-sync runs (translation up to the commit; in exactly-once mode
         inside the transaction), then hand the ready offsets to the delivery."""
-        if self.ctx.syncs is not None:
-            await self.target.patiently(self.ctx.syncs.flush(), "offset syncs")
+        if self.ctx.clients.syncs is not None:
+            await self.target.patiently(self.ctx.clients.syncs.flush(), "offset syncs")
         ready, self.ready = self.ready, {}
-        if not await self.delivery.commit(ready, final=final):
+        if not await self.ctx.delivery.commit(ready, final=final):
             self.ready = {**ready, **self.ready}  # kept for a later commit
-        elif self.delivery.transactional:
+        elif self.ctx.delivery.transactional:
             self.settler.publish_counts()  # exactly-once: copies count once committed
 
     async def drain(self) -> None:

@@ -18,12 +18,11 @@ import asyncio
 import time
 from collections.abc import Callable
 
-from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka import TopicPartition
 from aiokafka.errors import KafkaError
 
 from aa.deadlines import finished_within
 from aa.mirror.context import StageContext
-from aa.mirror.delivery import Delivery
 from aa.mirror.pending import Batch
 from aa.mirror.restamp import next_offset
 
@@ -43,14 +42,10 @@ class ExpiryCheck:
     def __init__(
         self,
         ctx: StageContext,
-        consumer: AIOKafkaConsumer,
-        delivery: Delivery,
         *,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.ctx = ctx
-        self.consumer = consumer
-        self.delivery = delivery
         self._clock = clock
         self._next: dict[TopicPartition, int] = {}
         """Per partition seen since the assignment, the offset after its last fetched batch."""
@@ -82,8 +77,8 @@ class ExpiryCheck:
     async def _offsets(
         self, tps: list[TopicPartition]
     ) -> tuple[dict[TopicPartition, int | None], dict[TopicPartition, int]]:
-        resume = await self.delivery.resume_offsets(tps)
-        return resume, await self.consumer.beginning_offsets(tps)
+        resume = await self.ctx.delivery.resume_offsets(tps)
+        return resume, await self.ctx.clients.consumer.beginning_offsets(tps)
 
     async def _report(self, before: dict[TopicPartition, int | None], batch: Batch) -> None:
         """``before``: per partition, where its previous batch ended (``None``: the first)."""
@@ -91,10 +86,12 @@ class ExpiryCheck:
         ask = asyncio.ensure_future(self._offsets(tps))
         if not await finished_within(ask, ASK_TIMEOUT_S):
             # a rebalance, a slow broker: advisory, never holds copying up
-            self.ctx.log.warning("expiry_check_skipped", partitions=len(tps), error="no answer")
+            self.ctx.clients.log.warning(
+                "expiry_check_skipped", partitions=len(tps), error="no answer"
+            )
             return
         if isinstance(ask.exception(), KafkaError):
-            self.ctx.log.warning(
+            self.ctx.clients.log.warning(
                 "expiry_check_skipped", partitions=len(tps), error=repr(ask.exception())
             )
             return
@@ -112,7 +109,7 @@ class ExpiryCheck:
             self.ctx.metrics.expired.labels(source=s.source, target=s.target, topic=tp.topic).inc(
                 start - first
             )
-            self.ctx.log.warning(
+            self.ctx.clients.log.warning(
                 "records_expired_before_copy",
                 topic=tp.topic,
                 partition=tp.partition,

@@ -15,7 +15,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
-from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
+from aiokafka import ConsumerRebalanceListener, TopicPartition
 
 from aa.mirror.batches import BatchSkipper
 from aa.mirror.context import StageContext
@@ -30,7 +30,6 @@ class Fetcher:
     def __init__(
         self,
         ctx: StageContext,
-        consumer: AIOKafkaConsumer,
         skipper: BatchSkipper | None = None,
         share: PartitionShare | None = None,
     ) -> None:
@@ -39,7 +38,6 @@ class Fetcher:
         """The consumer's batch skipper (:mod:`aa.mirror.batches`), whose counts go to metrics."""
         self.share = share
         """Keeps the per-partition fetch size within the memory budget (:mod:`aa.mirror.memory`)."""
-        self.consumer = consumer
         self.routing = asyncio.Lock()
         """Held while a fetched batch is routed and queued; a revoke waits for it."""
         self.generation = 0
@@ -55,7 +53,7 @@ class Fetcher:
         generation = self.generation
         if self.share is not None:
             self.share.follow()
-        batch = await self.consumer.getmany(
+        batch = await self.ctx.clients.consumer.getmany(
             timeout_ms=200, max_records=self.ctx.settings.max_poll_records
         )
         if self.skipper is not None:
@@ -77,10 +75,10 @@ class Fetcher:
         here; the others, by their new owner from the commit."""
         if generation == self.generation:
             return True
-        assigned = self.consumer.assignment()
+        assigned = self.ctx.clients.consumer.assignment()
         for tp, records in batch.items():
             if tp in assigned:
-                self.consumer.seek(tp, records[0].offset)
+                self.ctx.clients.consumer.seek(tp, records[0].offset)
         return False
 
     def queued(self, offsets: dict[TopicPartition, int]) -> None:
@@ -99,24 +97,24 @@ class Fetcher:
                 await drain()
             except Exception as exc:  # noqa: BLE001 - re-raised by the fetch loop, the flow stops
                 self.revoke_error = exc
-                self.ctx.log.error("revoke_drain_failed", error=repr(exc))
+                self.ctx.clients.log.error("revoke_drain_failed", error=repr(exc))
 
     async def moved_positions(self) -> dict[TopicPartition, int]:
         """Positions that moved with no record returned: past transaction markers and aborted
         records of a transactional source. Committing them lets lag reach 0 there; it is never
         ahead, as every record before a position was returned and queued."""
         moved = {}
-        for tp in self.consumer.assignment():
-            if self.consumer.highwater(tp) is None:
+        for tp in self.ctx.clients.consumer.assignment():
+            if self.ctx.clients.consumer.highwater(tp) is None:
                 continue  # not fetched yet: no position worth committing
-            position = await self.consumer.position(tp)
+            position = await self.ctx.clients.consumer.position(tp)
             if position > self._queued.get(tp, -1):
                 moved[tp] = position
                 self.set_lag(tp, position)
         return moved
 
     def set_lag(self, tp: TopicPartition, next_offset: int) -> None:
-        high = self.consumer.highwater(tp)
+        high = self.ctx.clients.consumer.highwater(tp)
         if high is not None:
             self.ctx.metrics.lag.labels(
                 **self.ctx.labels, topic=tp.topic, partition=str(tp.partition)

@@ -36,7 +36,7 @@ from aa.mirror.refusals import DEAD_LETTER_REASON as DEAD_LETTER_REASON  # re-ex
 from aa.mirror.route import Forwarder
 from aa.mirror.settings import FlowSettings
 from aa.mirror.settle import Settler
-from aa.mirror.target import Target, never_expire
+from aa.mirror.target import Target, never_expire, stop_target
 from aa.mirror.topics import TopicSync
 from aa.mirror.types import Router
 from aa.observe.metrics import Metrics
@@ -94,10 +94,8 @@ class MirrorFlow:
         self._expiry: ExpiryCheck | None = None
         self._labels = {"source": settings.source, "target": settings.target}
 
-    def make_target(
-        self, ctx: StageContext, producer: AIOKafkaProducer, *, transactional: bool
-    ) -> Target:  # a seam for tests that slow the target down
-        return Target(ctx, producer, transactional=transactional)
+    def make_target(self, ctx: StageContext) -> Target:  # a seam for tests that slow it down
+        return Target(ctx)
 
     async def run(self, stop: asyncio.Event) -> None:
         s = self.settings
@@ -130,13 +128,12 @@ class MirrorFlow:
             )
             await producer.start()
             never_expire(producer)
+            stack.push_async_exit(
+                lambda et, *_: stop_target(producer, s.name, failed=et is not None)
+            )
             if s.offset_syncs:
-                self.syncs = OffsetSyncWriter(producer, s.sync_topic)
-            ctx = StageContext(s, self.router, self.metrics, self.log, self.syncs)
-            target = self.make_target(ctx, producer, transactional=self.delivery.transactional)
-            stack.push_async_exit(lambda et, *_: target.stop(failed=et is not None))
-            if self.syncs is not None:
                 await ensure_internal_topic(target_admin, s.sync_topic)
+                self.syncs = OffsetSyncWriter(producer, s.sync_topic)
             group = self.delivery.group_id()
             self._skipper = None
             batches.install()
@@ -163,7 +160,7 @@ class MirrorFlow:
             stack.push_async_callback(consumer.stop)
             clients = FlowClients(producer, consumer, target_admin, self.syncs, self.log)
             await self.delivery.start(clients)
-            self._wire(ctx, topics, target, producer, consumer, target_admin, budget)
+            self._wire(StageContext(s, self.router, self.metrics, self.delivery, clients), topics)
             listener = RevokeListener(self) if group is not None else None
             consumer.subscribe(pattern=self.router.subscription(), listener=listener)
             self.metrics.up.labels(**self._labels).set(1)
@@ -192,23 +189,16 @@ class MirrorFlow:
                 self.metrics.up.labels(**self._labels).set(0)
         self.log.info("flow_stopped", copied=self.copied_total)
 
-    def _wire(
-        self,
-        ctx: StageContext,
-        topics: TopicSync,
-        target: Target,
-        producer: AIOKafkaProducer,
-        consumer: AIOKafkaConsumer,
-        target_admin: ClusterAdmin,
-        budget: MemoryBudget,
-    ) -> None:
-        d = self.delivery
-        self._placement = Placement(ctx, topics, target_admin, producer, consumer)
-        self._fetcher = Fetcher(ctx, consumer, self._skipper, PartitionShare(budget, consumer))
+    def _wire(self, ctx: StageContext, topics: TopicSync) -> None:
+        """The stages of this run, each given the run's context (clients, delivery, settings)."""
+        target = self.make_target(ctx)
+        share = PartitionShare(MemoryBudget.of(ctx.settings), ctx.clients.consumer)
+        self._placement = Placement(ctx, topics)
+        self._fetcher = Fetcher(ctx, self._skipper, share)
         self._forwarder = Forwarder(ctx, self._placement, target, self._fetcher.set_lag)
-        self._settler = Settler(ctx, target, transactional=d.transactional, refusal=d.refusal)
-        self._committer = Committer(ctx, d, self._settler, target, budget)
-        self._expiry = ExpiryCheck(ctx, consumer, d)
+        self._settler = Settler(ctx, target)
+        self._committer = Committer(ctx, self._settler, target)
+        self._expiry = ExpiryCheck(ctx)
 
     async def _fetch_loop(self, stop: asyncio.Event) -> None:
         """Fetch → admit → route → queue, one batch at a time, until ``stop``."""

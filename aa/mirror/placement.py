@@ -7,9 +7,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka import TopicPartition
 
-from aa.admin import ClusterAdmin
 from aa.mirror.context import StageContext
 from aa.mirror.limits import TargetLimits, target_limits
 from aa.mirror.topics import TopicSync
@@ -19,19 +18,9 @@ from aa.observe.metrics import Metrics
 class Placement:
     """Per target topic: partitions, partition keeping and limits, read when first seen."""
 
-    def __init__(
-        self,
-        ctx: StageContext,
-        topics: TopicSync,
-        target_admin: ClusterAdmin,
-        producer: AIOKafkaProducer,
-        consumer: AIOKafkaConsumer,
-    ) -> None:
+    def __init__(self, ctx: StageContext, topics: TopicSync) -> None:
         self.ctx = ctx
         self.topics = topics
-        self.target_admin = target_admin
-        self.producer = producer
-        self.consumer = consumer
         self.limits: dict[str, TargetLimits] = {}
         """Per target topic, what it refuses (read when first seen, refreshed by topic sync)."""
         self._keep_partitions: dict[str, bool] = {}
@@ -50,10 +39,10 @@ class Placement:
             if self.ctx.settings.topic_sync:
                 await self.topics.sync(only=source_topic)
             if target not in self.topics.partitions:
-                parts = await self.producer.partitions_for(target)
+                parts = await self.ctx.clients.producer.partitions_for(target)
                 self.topics.partitions[target] = len(parts)
         if target not in self.limits:
-            found = await target_limits(self.target_admin, [target])
+            found = await target_limits(self.ctx.clients.target_admin, [target])
             self.limits[target] = found.get(target, TargetLimits(target))
         return target
 
@@ -70,7 +59,7 @@ class Placement:
         parts = self.topics.partitions.get(target, 0)
         keep = self._keep_partitions.get(target)
         if keep is None:
-            source_parts = len(self.consumer.partitions_for_topic(tp.topic) or ())
+            source_parts = len(self.ctx.clients.consumer.partitions_for_topic(tp.topic) or ())
             keep = self._keep_partitions[target] = parts >= source_parts
         if keep and tp.partition >= parts and (target, tp.partition) not in self._lacking:
             parts = await self._grow_target(tp, target)
@@ -80,12 +69,12 @@ class Placement:
         """Topic sync now for a source partition the target lacks; the target's count after."""
         if self.ctx.settings.topic_sync:
             await self.topics.sync(only=tp.topic)
-        await self.producer.client.force_metadata_update()
-        parts = len(await self.producer.partitions_for(target))
+        await self.ctx.clients.producer.client.force_metadata_update()
+        parts = len(await self.ctx.clients.producer.partitions_for(target))
         self.topics.partitions[target] = parts
         if tp.partition >= parts:
             self._lacking.add((target, tp.partition))  # tried once; periodic syncs go on
-            self.ctx.log.warning(
+            self.ctx.clients.log.warning(
                 "target_lacks_partition",
                 topic=target,
                 partition=tp.partition,
@@ -106,8 +95,8 @@ class Placement:
             try:
                 await self.topics.sync()
                 self.topic_sync_error = None
-                self.limits.update(await target_limits(self.target_admin, self.limits))
+                self.limits.update(await target_limits(self.ctx.clients.target_admin, self.limits))
             except Exception as exc:  # logged and counted: sync is best effort; copying goes on
                 self.topic_sync_error = repr(exc)
                 metrics.errors.labels(source=s.source, target=s.target, kind="topic-sync").inc()
-                self.ctx.log.warning("topic_sync_failed", error=repr(exc), exc_info=exc)
+                self.ctx.clients.log.warning("topic_sync_failed", error=repr(exc), exc_info=exc)

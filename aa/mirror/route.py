@@ -75,9 +75,10 @@ class Forwarder:
         pending = Pending()
         now_ms = int(time.time() * 1000)
         skipped: Counter[tuple[str, str]] = Counter()
+        syncs = self.ctx.clients.syncs
         for tp, records in batch.items():
-            if self.ctx.syncs is not None:
-                self.ctx.syncs.saw(tp, records[0].offset)
+            if syncs is not None:
+                syncs.saw(tp, records[0].offset)
             target = await self.placement.target_topic(tp.topic)
             if target is None:
                 skipped[(tp.topic, "not-routed")] += record_count(records)
@@ -86,8 +87,8 @@ class Forwarder:
             parts, same_partition = await self.placement.place(tp, target)
             if not same_partition:
                 records = expand(records)  # the batch path keeps partitions
-                if self.ctx.syncs is not None:
-                    await self.ctx.syncs.repartitioned(tp, target, records)  # translation refuses
+                if syncs is not None:
+                    await syncs.repartitioned(tp, target, records)  # translation refuses
             run = _Run(tp, target, None if same_partition else parts, now_ms)
             run.limits = self.placement.limits.get(target)
             if type(records[-1]) is RawBatch or type(records[0]) is RawBatch:

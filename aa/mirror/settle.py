@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
 from typing import Any
 
 from aiokafka import TopicPartition
@@ -22,19 +21,9 @@ from aa.mirror.target import Target
 class Settler:
     """Settles pendings in order; ``copied_total`` counts what was published as copied."""
 
-    def __init__(
-        self,
-        ctx: StageContext,
-        target: Target,
-        *,
-        transactional: bool,
-        refusal: Callable[[BaseException], FlowError | None],
-    ) -> None:
+    def __init__(self, ctx: StageContext, target: Target) -> None:
         self.ctx = ctx
         self.target = target
-        self.transactional = transactional
-        self._refusal = refusal
-        """The delivery's own reading of a produce error (exactly-once: fenced), if any."""
         self._uncounted: list[Pending] = []
         """Settled copies not counted yet (exactly-once: until their transaction commits)."""
         self.copied_total = 0
@@ -48,10 +37,10 @@ class Settler:
             if isinstance(result, BaseException):
                 for record in held:
                     await self._refused(record, tp, target, result, alone=len(held) == 1)
-            elif self.ctx.syncs is not None and held:
+            elif self.ctx.clients.syncs is not None and held:
                 await self._write_syncs(held, tp, target, result)
         self._uncounted.append(pending)
-        if not self.transactional:
+        if not self.ctx.delivery.transactional:
             self.publish_counts()
 
     def publish_counts(self) -> None:
@@ -80,23 +69,24 @@ class Settler:
     ) -> None:
         """Offset syncs for a batch that kept its partition (not for dead letters or
         re-partitioned targets, which translation refuses)."""
-        assert self.ctx.syncs is not None
+        s, syncs = self.ctx.settings, self.ctx.clients.syncs
+        assert syncs is not None
         if meta.partition != tp.partition or target != self.ctx.router.target_topic(tp.topic):
             return
-        if self.ctx.syncs.failed:
+        if syncs.failed:
             raise FlowError(
-                f"{self.ctx.settings.name}: writing offset syncs to {self.ctx.syncs.topic} in "
-                f"{self.ctx.settings.target} failed: {self.ctx.syncs.last_error!r}",
+                f"{s.name}: writing offset syncs to {syncs.topic} in "
+                f"{s.target} failed: {syncs.last_error!r}",
                 kind="offset-sync",
                 retriable=True,
             )
         waited = 0.0
         while True:
             try:
-                await self.ctx.syncs.copied(tp, target, held, meta.offset)
+                await syncs.copied(tp, target, held, meta.offset)
             except KafkaTimeoutError as exc:  # the sync topic's buffer stayed full
-                waited += self.ctx.settings.request_timeout_ms / 1000
-                self.target.waiting(self.ctx.syncs.topic, waited, exc)
+                waited += s.request_timeout_ms / 1000
+                self.target.waiting(syncs.topic, waited, exc)
             else:
                 return
 
@@ -106,7 +96,7 @@ class Settler:
         """The target refused a batch holding ``record`` of ``tp`` (``alone``: the only one)."""
         s = self.ctx.settings
         where = f"{tp.topic}/{tp.partition}@{record.offset}"
-        own = self._refusal(exc)
+        own = self.ctx.delivery.refusal(exc)
         if own is not None:
             raise own from exc
         kind = BROKER_REFUSALS.get(type(exc))

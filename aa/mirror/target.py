@@ -109,30 +109,22 @@ class Target:
     """Sends batches and dead letters to the flow's target; ``waiting`` is the one place that
     decides when a silent target fails the flow."""
 
-    def __init__(
-        self,
-        ctx: StageContext,
-        producer: AIOKafkaProducer,
-        *,
-        transactional: bool,
-    ) -> None:
+    def __init__(self, ctx: StageContext) -> None:
         self.ctx = ctx
-        self.producer = producer
-        self.transactional = transactional
         self._tracked: set[str] = set()
         """Target topics the producer's metadata must keep (see :func:`track`)."""
-        self.mark = _batch_mark(producer, ctx.settings.target)
+        self.mark = _batch_mark(ctx.clients.producer, ctx.settings.target)
         """``aa-batch`` for the first record of each batch (:mod:`aa.mirror.batches`)."""
 
     def new_batch(self, limits: TargetLimits | None) -> Any:
         """A batch builder no larger than the target topic takes (its max.message.bytes)."""
         cap = limits.batch_cap if limits is not None else None
         if cap is None or cap >= self.ctx.settings.batch_size:
-            return self.producer.create_batch()
+            return self.ctx.clients.producer.create_batch()
         compression = self.ctx.settings.compression
         # aiokafka's own codec table (the producer's compression, on a smaller batch)
         codec = AIOKafkaProducer._COMPRESSORS[compression][1] if compression else 0
-        return BatchBuilder(cap, codec, is_transactional=self.transactional)
+        return BatchBuilder(cap, codec, is_transactional=self.ctx.delivery.transactional)
 
     def new_raw_batch(self, limits: TargetLimits | None) -> RawBuilder:
         """A batch the batch path of :mod:`aa.mirror.restamp` appends to (same size and
@@ -142,17 +134,17 @@ class Target:
         size = s.batch_size if cap is None else min(cap, s.batch_size)
         compression = s.compression
         codec = AIOKafkaProducer._COMPRESSORS[compression][1] if compression else 0
-        return RawBuilder(size, codec, is_transactional=self.transactional)
+        return RawBuilder(size, codec, is_transactional=self.ctx.delivery.transactional)
 
     async def submit(self, builder: Any, topic: str, partition: int) -> asyncio.Future[Any]:
         """Hand a full batch to the producer; its future resolves once the target acked it."""
         if topic not in self._tracked:
-            track(self.producer, topic)
+            track(self.ctx.clients.producer, topic)
             self._tracked.add(topic)
         waited = 0.0
         while True:
             try:
-                fut: asyncio.Future[Any] = await self.producer.send_batch(
+                fut: asyncio.Future[Any] = await self.ctx.clients.producer.send_batch(
                     builder, topic, partition=partition
                 )
             except (KafkaTimeoutError, UnknownTopicOrPartitionError) as exc:
@@ -188,7 +180,7 @@ class Target:
         flow (retriable) once that reaches :data:`DELIVERY_TIMEOUT_S`."""
         s = self.ctx.settings
         self.ctx.metrics.errors.labels(**self.ctx.labels, kind="target-waiting").inc()
-        self.ctx.log.warning(
+        self.ctx.clients.log.warning(
             "target_waiting", waiting_for=what, waited_s=round(waited_s, 1), error=repr(exc)
         )
         if waited_s >= DELIVERY_TIMEOUT_S:
@@ -220,17 +212,17 @@ class Target:
             value = orjson.dumps({"src": ref, "reason": reason, "bytes": record_size(record)})
         # a refused timestamp would be refused again: the dead letter gets the current time
         ts = record.timestamp if keep_timestamp else None
-        fut: asyncio.Future[Any] = await self.producer.send(
+        fut: asyncio.Future[Any] = await self.ctx.clients.producer.send(
             self.ctx.settings.dead_letter_topic, value, key, None, ts, headers
         )
-        self.ctx.log.warning("dead_lettered", src=ref, reason=reason)
+        self.ctx.clients.log.warning("dead_lettered", src=ref, reason=reason)
         return fut
 
-    async def stop(self, failed: bool) -> None:
-        """Stop the producer; when the flow failed, abandon what the target did not take."""
-        if failed:
-            stopped = FlowError(
-                f"{self.ctx.settings.name}: the flow stopped", kind="stopped", retriable=True
-            )
-            abandon(self.producer, stopped)
-        await self.producer.stop()
+
+async def stop_target(producer: AIOKafkaProducer, flow: str, *, failed: bool) -> None:
+    """Stop the flow's producer; when the flow failed, abandon what the target did not take.
+    Registered as soon as the producer started, before the stages exist."""
+    if failed:
+        stopped = FlowError(f"{flow}: the flow stopped", kind="stopped", retriable=True)
+        abandon(producer, stopped)
+    await producer.stop()

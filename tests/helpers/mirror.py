@@ -14,6 +14,9 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from aa import provenance
 from aa.errors import ProvenanceError
+from aa.logs import get_logger
+from aa.mirror.context import StageContext
+from aa.mirror.delivery import AtLeastOnce, Delivery, FlowClients
 from aa.mirror.flow import MirrorFlow
 from aa.mirror.settings import FlowSettings
 from aa.mirror.types import Malformed, Route, Skip
@@ -126,3 +129,20 @@ async def eos_flow(
     topic = await create_topic(sf, unique_name(name), partitions=partitions)
     flow = sf_to_nyc(sf, nyc, unique_name("g"), names=(a, b), delivery="exactly-once", **settings)
     return EosFlow(sf, nyc, topic, flow, OriginOnlyRouter(a, b, exact(topic)))
+
+
+def stage_context(
+    settings: FlowSettings,
+    router: Any = None,
+    *,
+    consumer: Any = None,
+    delivery: Delivery | None = None,
+    log: Any = None,
+    metrics: Metrics | None = None,
+) -> StageContext:
+    """The context of one flow run for a unit test of a stage: fakes stand in for the clients
+    the stage uses; the rest is ``None``."""
+    clients = FlowClients(None, consumer, None, None, log or get_logger("test"))  # type: ignore[arg-type]
+    return StageContext(
+        settings, router, metrics or Metrics(), delivery or AtLeastOnce(settings), clients
+    )

@@ -84,19 +84,15 @@ class _SlowFirstSubmit(MirrorFlow):
             with contextlib.suppress(AssertionError):  # the revoke waits for this batch
                 await eventually(lambda: _rebalanced(client, self.settings.group_id), timeout=10)
 
-    def make_target(
-        self, ctx: StageContext, producer: AIOKafkaProducer, *, transactional: bool
-    ) -> Target:
-        return _HeldTarget(self, ctx, producer, transactional=transactional)
+    def make_target(self, ctx: StageContext) -> Target:
+        return _HeldTarget(self, ctx)
 
 
 class _HeldTarget(Target):
     """A target whose submit first awaits the flow's ``held()`` (the fault of a test)."""
 
-    def __init__(
-        self, flow: Any, ctx: StageContext, producer: AIOKafkaProducer, *, transactional: bool
-    ) -> None:
-        super().__init__(ctx, producer, transactional=transactional)
+    def __init__(self, flow: Any, ctx: StageContext) -> None:
+        super().__init__(ctx)
         self._flow = flow
 
     async def submit(self, builder: Any, topic: str, partition: int) -> asyncio.Future[Any]:
@@ -169,10 +165,8 @@ class _SlowDuringRebalance(MirrorFlow):
             )
             await asyncio.sleep(self.hold_s)  # the fault: a batch slower than the session
 
-    def make_target(
-        self, ctx: StageContext, producer: AIOKafkaProducer, *, transactional: bool
-    ) -> Target:
-        return _HeldTarget(self, ctx, producer, transactional=transactional)
+    def make_target(self, ctx: StageContext) -> Target:
+        return _HeldTarget(self, ctx)
 
 
 async def _is_state(client: Any, group: str, state: str) -> bool:

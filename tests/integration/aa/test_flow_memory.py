@@ -9,7 +9,6 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from aiokafka import AIOKafkaProducer
 
 from aa.mirror.context import StageContext
 from aa.mirror.flow import MirrorFlow
@@ -43,10 +42,8 @@ class _HeldFlow(MirrorFlow):
         super().__init__(settings, router, Metrics())
         self.release = asyncio.Event()
 
-    def make_target(
-        self, ctx: StageContext, producer: AIOKafkaProducer, *, transactional: bool
-    ) -> Target:
-        target = _HeldTarget(ctx, producer, transactional=transactional)
+    def make_target(self, ctx: StageContext) -> Target:
+        target = _HeldTarget(ctx)
         target.release = self.release
         return target
 

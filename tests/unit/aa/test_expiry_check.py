@@ -9,10 +9,9 @@ import pytest
 from aiokafka import TopicPartition
 from structlog.testing import capture_logs
 
-from aa.mirror.context import StageContext
 from aa.mirror.expiry import ExpiryCheck
 from aa.observe.metrics import Metrics
-from tests.helpers.mirror import sf_to_nyc
+from tests.helpers.mirror import sf_to_nyc, stage_context
 
 pytestmark = pytest.mark.unit
 TP = TopicPartition("orders", 0)
@@ -48,8 +47,9 @@ def _batch(first: int, n: int) -> dict[TopicPartition, list[Any]]:
 def _check(consumer: _Consumer, resume: int | None) -> tuple[ExpiryCheck, Metrics]:
     metrics = Metrics()
     settings = sf_to_nyc("sf:1", "nyc:1", "g")
-    ctx = StageContext(settings, None, metrics, _Log())  # type: ignore[arg-type]  # no routing here
-    return ExpiryCheck(ctx, consumer, _Delivery(resume)), metrics  # type: ignore[arg-type]
+    delivery = _Delivery(resume)
+    ctx = stage_context(settings, consumer=consumer, delivery=delivery, log=_Log(), metrics=metrics)  # type: ignore[arg-type]
+    return ExpiryCheck(ctx), metrics
 
 
 class _Log:

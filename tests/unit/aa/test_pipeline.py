@@ -10,12 +10,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-import structlog
 from aiokafka import TopicPartition
 from aiokafka.errors import KafkaConnectionError
 
 from aa.mirror.commit import Committer
-from aa.mirror.context import StageContext
 from aa.mirror.errors import FlowError
 from aa.mirror.fetch import Fetcher
 from aa.mirror.limits import TargetLimits
@@ -25,7 +23,7 @@ from aa.mirror.settings import FlowSettings
 from aa.mirror.settle import Settler
 from aa.mirror.target import partition_for
 from aa.mirror.types import Malformed, Route, Skip
-from aa.observe.metrics import Metrics
+from tests.helpers.mirror import stage_context
 
 pytestmark = pytest.mark.unit
 
@@ -50,10 +48,6 @@ def recs(tp: TopicPartition, first: int, n: int, **kw: Any) -> list[Rec]:
 
 def settings(**kw: Any) -> FlowSettings:
     return FlowSettings("A", "B", {"bootstrap_servers": "-"}, {"bootstrap_servers": "-"}, "g", **kw)
-
-
-def context(s: FlowSettings, router: Any) -> StageContext:
-    return StageContext(s, router, Metrics(), structlog.get_logger())
 
 
 class Router:
@@ -144,7 +138,7 @@ class FakeTarget:
 def forwarder(target: FakeTarget, placement: Placement | None = None, **kw: Any) -> Forwarder:
     router = Router(**{k: kw.pop(k) for k in ("skip", "bad") if k in kw})
     return Forwarder(
-        context(settings(**kw), router),
+        stage_context(settings(**kw), router),
         placement or Placement(),  # type: ignore[arg-type]
         target,  # type: ignore[arg-type]
         lambda tp, o: None,
@@ -233,12 +227,9 @@ class Delivery:
 def committer(delivery: Delivery, **kw: Any) -> tuple[Committer, Settler]:
     s = settings(commit_interval_s=3600, **kw)
     target = FakeTarget()
-    ctx = context(s, Router())
-    settler = Settler(
-        ctx, target,  # type: ignore[arg-type]
-        transactional=delivery.transactional, refusal=delivery.refusal,
-    )  # fmt: skip
-    return Committer(ctx, delivery, settler, target), settler  # type: ignore[arg-type]
+    ctx = stage_context(s, Router(), delivery=delivery)
+    settler = Settler(ctx, target)  # type: ignore[arg-type]
+    return Committer(ctx, settler, target), settler  # type: ignore[arg-type]
 
 
 def sent(result: Any) -> tuple[asyncio.Future[Any], list[Any], str, TopicPartition]:
@@ -318,7 +309,7 @@ class Consumer:
 
 async def test_a_drain_failing_in_the_revoke_is_raised_by_the_next_fetch() -> None:
     """aiokafka only logs what a rebalance listener raises: the fetch stage keeps it."""
-    fetcher = Fetcher(context(settings(), Router()), Consumer())  # type: ignore[arg-type]
+    fetcher = Fetcher(stage_context(settings(), Router(), consumer=Consumer()))
 
     async def failing_drain() -> None:
         raise FlowError("target down", kind="target-timeout", retriable=True)

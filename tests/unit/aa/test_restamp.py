@@ -21,15 +21,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from aa.config import read_yaml
-from aa.logs import get_logger
 from aa.mirror import batches, restamp
-from aa.mirror.context import StageContext
 from aa.mirror.limits import TargetLimits
 from aa.mirror.route import Forwarder
 from aa.mirror.settings import FlowSettings
-from aa.observe.metrics import Metrics
 from aa.policy import FlowRouter
 from aa.provenance import batch_mark
+from tests.helpers.mirror import stage_context
 
 pytestmark = [
     pytest.mark.unit,
@@ -122,7 +120,7 @@ def copy(
     raw_batches = sum(type(r) is restamp.RawBatch for r in records)
     target = _Target(batch_size, mark)
     s = FlowSettings("SF", "NYC", {}, {}, "g", on_error=on_error)
-    ctx = StageContext(s, _router(), Metrics(), get_logger("test"))
+    ctx = stage_context(s, _router())
     forwarder = Forwarder(ctx, _Placement(limits), target, lambda tp, offset: None)  # type: ignore[arg-type]
     loop = asyncio.new_event_loop()
     try:
