@@ -7,6 +7,7 @@ import platform
 import re
 import subprocess
 import sys
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -95,27 +96,52 @@ def _f(v: Any, digits: int = 0) -> str:
     return f"{v:,.{digits}f}" if isinstance(v, float | int) else str(v)
 
 
+_COPY = ("records/s", "MB/s", "copy s", "startup s", "CPU s (copy)", "records/CPU-s", "peak RSS MB")
+"""The columns of a copy run (W1, W4)."""
+
+
+def _copy_cells(x: dict[str, Any]) -> list[str]:
+    digits = (0, 1, 1, 1, 1, 0, 0)
+    keys = ("records_per_s", "mb_per_s", "copy_s", "startup_s", "cpu_copy_s")
+    keys += ("records_per_cpu_s", "peak_rss_mb")
+    return [_f(x.get(k), d) for k, d in zip(keys, digits, strict=True)]
+
+
+def _latency_cells(x: dict[str, Any]) -> list[str]:
+    lat = x["latency"]
+    cells = [_f(lat.get(k)) for k in ("p50_ms", "p99_ms", "p999_ms", "max_ms")]
+    return [*cells, _f(x.get("cpu_s_per_million"), 1), _f(x.get("peak_rss_mb"))]
+
+
+def _mesh_cells(x: dict[str, Any]) -> list[str]:
+    cpu, rss = _f(x["cpu_s_per_million"], 1), _f(x["peak_rss_mb"])
+    return [str(len(x["processes"])), cpu, rss, _f(x["drain_s"], 1)]
+
+
+def _runs(
+    w: dict[str, Any],
+    runners: tuple[str, ...],
+    columns: tuple[str, ...],
+    cells: Callable[[dict[str, Any]], list[str]],
+    *,
+    left: int = 0,
+) -> list[str]:
+    """One workload's Markdown table: a row per runner present, ``cells`` giving its columns
+    (the first ``left`` of them left-aligned, the rest right-aligned)."""
+    align = "|---|" + "---|" * left + "---:|" * (len(columns) - left)
+    out = ["", "| runner | " + " | ".join(columns) + " |", align]
+    return out + [f"| {r} | " + " | ".join(cells(w[r])) + " |" for r in runners if r in w]
+
+
 def table(workloads: dict[str, Any]) -> str:
     """The run's figures as Markdown tables (printed, and pasted into docs/benchmarks.md)."""
     out: list[str] = []
     if w1 := workloads.get("W1"):
-        out += [
+        out.append(
             f"W1 catch-up: {w1['records']:,} records x {w1['record_size']} B, "
-            f"{w1['partitions']} partitions",
-            "",
-            "| runner | records/s | MB/s | copy s | startup s | CPU s (copy) | records/CPU-s "
-            "| peak RSS MB |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|",
-        ]
-        for r in ("aa", "mm2", "ceiling"):
-            if r in w1:
-                x = w1[r]
-                out.append(
-                    f"| {r} | {_f(x['records_per_s'])} | {_f(x['mb_per_s'], 1)} | "
-                    f"{_f(x.get('copy_s'), 1)} | {_f(x.get('startup_s'), 1)} | "
-                    f"{_f(x.get('cpu_copy_s'), 1)} | {_f(x.get('records_per_cpu_s'))} | "
-                    f"{_f(x.get('peak_rss_mb'))} |"
-                )
+            f"{w1['partitions']} partitions"
+        )
+        out += _runs(w1, ("aa", "mm2", "ceiling"), _COPY, _copy_cells)
         if "ceiling" in w1:
             c = w1["ceiling"]
             out.append(
@@ -125,58 +151,33 @@ def table(workloads: dict[str, Any]) -> str:
             )
         out += _ratio_lines(w1)
     if w2 := workloads.get("W2"):
-        out += [
+        out.append(
             f"W2 steady: {w2['rate']:,} records/s for {w2['duration_s']} s, latency origin "
-            "timestamp -> arrival at target",
-            "",
-            "| runner | p50 ms | p99 ms | p99.9 ms | max ms | CPU s/M records | peak RSS MB |",
-            "|---|---:|---:|---:|---:|---:|---:|",
-        ]
-        for r in ("aa", "mm2", "ceiling"):
-            if r in w2:
-                x, lat = w2[r], w2[r]["latency"]
-                out.append(
-                    f"| {r} | {_f(lat.get('p50_ms'))} | {_f(lat.get('p99_ms'))} | "
-                    f"{_f(lat.get('p999_ms'))} | {_f(lat.get('max_ms'))} | "
-                    f"{_f(x.get('cpu_s_per_million'), 1)} | {_f(x.get('peak_rss_mb'))} |"
-                )
+            "timestamp -> arrival at target"
+        )
+        latency = ("p50 ms", "p99 ms", "p99.9 ms", "max ms", "CPU s/M records", "peak RSS MB")
+        out += _runs(w2, ("aa", "mm2", "ceiling"), latency, _latency_cells)
         out += _ratio_lines(w2)
     if w3 := workloads.get("W3"):
-        out += [
+        out.append(
             f"W3 full mesh: 3 DCs, {w3['rate_per_dc']:,} records/s per DC for "
-            f"{w3['duration_s']} s (per process: 2 inbound flows)",
-            "",
-            "| runner | processes | CPU s per M records (per process) | peak RSS MB (per "
-            "process) | drain s |",
-            "|---|---|---:|---:|---:|",
-        ]
-        for r in ("aa", "mm2"):
-            if r in w3:
-                x = w3[r]
-                out.append(
-                    f"| {r} | {len(x['processes'])} | {_f(x['cpu_s_per_million'], 1)} | "
-                    f"{_f(x['peak_rss_mb'])} | {_f(x['drain_s'], 1)} |"
-                )
+            f"{w3['duration_s']} s (per process: 2 inbound flows)"
+        )
+        per_process = ("CPU s per M records (per process)", "peak RSS MB (per process)")
+        out += _runs(w3, ("aa", "mm2"), ("processes", *per_process, "drain s"), _mesh_cells, left=1)
         out += _ratio_lines(w3)
     if w4 := workloads.get("W4"):
-        out += [
+        out.append(
             f"W4 across a WAN: {w4['records']:,} records x {w4['record_size']} B, "
             f"{w4['partitions']} partitions, one flow SF->NYC, the source {w4['rtt_ms']:g} ms "
-            "RTT away (bench.wan proxy)",
-            "",
-            "| runner | records/s | MB/s | copy s | startup s | CPU s (copy) | records/CPU-s "
-            "| peak RSS MB | proxy CPU s |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
-        ]
-        for r in ("aa", "mm2"):
-            if r in w4:
-                x = w4[r]
-                out.append(
-                    f"| {r} | {_f(x['records_per_s'])} | {_f(x['mb_per_s'], 1)} | "
-                    f"{_f(x['copy_s'], 1)} | {_f(x['startup_s'], 1)} | "
-                    f"{_f(x['cpu_copy_s'], 1)} | {_f(x['records_per_cpu_s'])} | "
-                    f"{_f(x['peak_rss_mb'])} | {_f(x.get('proxy_cpu_s'), 1)} |"
-                )
+            "RTT away (bench.wan proxy)"
+        )
+        out += _runs(
+            w4,
+            ("aa", "mm2"),
+            (*_COPY, "proxy CPU s"),
+            lambda x: [*_copy_cells(x), _f(x.get("proxy_cpu_s"), 1)],
+        )
         out += _ratio_lines(w4)
     return "\n".join(out)
 
