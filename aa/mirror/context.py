@@ -30,5 +30,4 @@ class StageContext:
     labels: dict[str, str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        labels = {"source": self.settings.source, "target": self.settings.target}
-        object.__setattr__(self, "labels", labels)  # frozen: derived once, here
+        object.__setattr__(self, "labels", self.settings.labels)  # frozen: derived once, here

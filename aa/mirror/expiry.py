@@ -106,9 +106,7 @@ class ExpiryCheck:
             first = max(known)
             if start <= first or batch[tp][0].offset < start:
                 continue
-            self.ctx.metrics.expired.labels(source=s.source, target=s.target, topic=tp.topic).inc(
-                start - first
-            )
+            self.ctx.metrics.expired.labels(**self.ctx.labels, topic=tp.topic).inc(start - first)
             self.ctx.clients.log.warning(
                 "records_expired_before_copy",
                 topic=tp.topic,

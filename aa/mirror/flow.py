@@ -92,7 +92,6 @@ class MirrorFlow:
         self._committer: Committer | None = None
         self._fetcher: Fetcher | None = None
         self._expiry: ExpiryCheck | None = None
-        self._labels = {"source": settings.source, "target": settings.target}
 
     def make_target(self, ctx: StageContext) -> Target:  # a seam for tests that slow it down
         return Target(ctx)
@@ -163,7 +162,7 @@ class MirrorFlow:
             self._wire(StageContext(s, self.router, self.metrics, self.delivery, clients), topics)
             listener = RevokeListener(self) if group is not None else None
             consumer.subscribe(pattern=self.router.subscription(), listener=listener)
-            self.metrics.up.labels(**self._labels).set(1)
+            self.metrics.up.labels(**s.labels).set(1)
             self.log.info(
                 "flow_started",
                 group=group,
@@ -186,7 +185,7 @@ class MirrorFlow:
                 await self.delivery.abort()
                 raise _first_error(failed) from None
             finally:
-                self.metrics.up.labels(**self._labels).set(0)
+                self.metrics.up.labels(**s.labels).set(0)
         self.log.info("flow_stopped", copied=self.copied_total)
 
     def _wire(self, ctx: StageContext, topics: TopicSync) -> None:

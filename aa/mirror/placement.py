@@ -98,5 +98,5 @@ class Placement:
                 self.limits.update(await target_limits(self.ctx.clients.target_admin, self.limits))
             except Exception as exc:  # logged and counted: sync is best effort; copying goes on
                 self.topic_sync_error = repr(exc)
-                metrics.errors.labels(source=s.source, target=s.target, kind="topic-sync").inc()
+                metrics.errors.labels(**s.labels, kind="topic-sync").inc()
                 self.ctx.clients.log.warning("topic_sync_failed", error=repr(exc), exc_info=exc)

@@ -73,6 +73,11 @@ class FlowSettings:
         return f"{self.source}->{self.target}"
 
     @property
+    def labels(self) -> dict[str, str]:
+        """The flow's metric labels (a new dict: callers add topic, reason...)."""
+        return {"source": self.source, "target": self.target}
+
+    @property
     def eos_offsets_topic(self) -> str:
         return self.offsets_topic
 
