@@ -5,13 +5,26 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Iterator, MutableMapping
 from typing import Any
 
 import structlog
 
 _configured = False
+
+REPEAT_WINDOW_S = 60.0
+"""A client library's complaint of one kind is logged at most once per this many seconds."""
+
+CLIENT_LOGGERS = ("aiokafka",)
+"""Libraries whose log lines are held to one per kind per window: aiokafka retries a DC that is
+down every 100 ms and logs each failed connect, fetch, metadata update and heartbeat."""
+
+_clock = time.monotonic
+_DIGITS = re.compile(r"\d+")
+_KINDS_LIMIT = 1_000
 
 
 def configure(*, json: bool | None = None, level: str | None = None) -> None:
@@ -53,16 +66,59 @@ def configure(*, json: bool | None = None, level: str | None = None) -> None:
             structlog.stdlib.add_logger_name,
             structlog.stdlib.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
+            _add_suppressed,
         ],
     )
     root = logging.getLogger()
     for handler in [h for h in root.handlers if isinstance(h, _StderrHandler)]:
         root.removeHandler(handler)
     handler = _StderrHandler()
+    handler.addFilter(ClientRepeats())
     handler.setFormatter(formatter)
     root.addHandler(handler)
     root.setLevel(max(numeric, logging.WARNING))
     _configured = True
+
+
+class ClientRepeats(logging.Filter):
+    """Lets each kind of client-library message through once per :data:`REPEAT_WINDOW_S`.
+
+    A kind is the logger, the level and the message template with its numbers masked (so the
+    same complaint about another node or port is the same kind). The line that passes after a
+    window carries ``suppressed``: how many of its kind were left out since the last one. Other
+    loggers (aa's own lines, asyncio) pass untouched."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._kinds: dict[tuple[str, int, str], tuple[float, int]] = {}
+        """Per kind: when one last passed, and how many were left out since."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not record.name.startswith(CLIENT_LOGGERS):
+            return True
+        key = (record.name, record.levelno, _DIGITS.sub("#", str(record.msg))[:200])
+        now = _clock()
+        passed, left_out = self._kinds.get(key, (None, 0))
+        if passed is not None and now - passed < REPEAT_WINDOW_S:
+            self._kinds[key] = (passed, left_out + 1)
+            return False
+        if len(self._kinds) >= _KINDS_LIMIT:  # bounded, whatever the library formats
+            self._kinds.clear()
+        self._kinds[key] = (now, 0)
+        if left_out:
+            record.aa_suppressed = left_out
+        return True
+
+
+def _add_suppressed(
+    _logger: Any, _name: str, event: MutableMapping[str, Any]
+) -> MutableMapping[str, Any]:
+    """``suppressed`` on a client line that passed after others of its kind were held back."""
+    record = event.get("_record")
+    left_out = getattr(record, "aa_suppressed", None)
+    if left_out:
+        event["suppressed"] = left_out
+    return event
 
 
 def _stderr_logger(*_args: Any) -> structlog.PrintLogger:
