@@ -15,6 +15,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from aa.admin import ClusterAdmin
 from aa.config import Flow, Topology
+from aa.lifecycle import started
 from aa.mirror.build import flow_settings
 from aa.mirror.eos import StoredOffsets, stored_offsets
 from aa.mirror.settings import FlowSettings
@@ -98,7 +99,7 @@ async def flow_lag(
     consumer = AIOKafkaConsumer(
         **settings.source_client, enable_auto_commit=False, isolation_level="read_committed"
     )
-    await consumer.start()
+    await started(consumer)
     try:
         ends = await consumer.end_offsets(tps)
         begins = await consumer.beginning_offsets(tps)

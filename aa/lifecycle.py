@@ -1,12 +1,32 @@
 """One async lifecycle for aa's long-lived clients and servers: idempotent ``start``/``close``,
 ``async with``, and a ``ResourceWarning`` when one is garbage-collected while still open (a
-leaked connection or socket says where it was made, like aiokafka's producer)."""
+leaked connection or socket says where it was made, like aiokafka's producer).
+
+A start that fails half-way (a DC down) is closed again before the error propagates: aiokafka
+leaves a consumer or producer whose bootstrap failed open, and a loop that retries every few
+seconds would leak one per try. :func:`started` does the same for a bare aiokafka client."""
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 from types import TracebackType
-from typing import Self
+from typing import Any, Self, TypeVar
+
+C = TypeVar("C")
+
+
+async def started(client: C) -> C:
+    """``client`` (an aiokafka consumer, producer or admin client) started; stopped again, and
+    the error raised, when its start fails."""
+    c: Any = client
+    try:
+        await c.start()
+    except BaseException:
+        with contextlib.suppress(Exception):
+            await (c.stop() if hasattr(c, "stop") else c.close())
+        raise
+    return client
 
 
 class AsyncResource:
@@ -27,7 +47,12 @@ class AsyncResource:
 
     async def start(self) -> Self:
         if not self._is_open:
-            await self._open()
+            try:
+                await self._open()
+            except BaseException:
+                with contextlib.suppress(Exception):  # release what the open got to
+                    await self._close()
+                raise
             self._is_open = True
         return self
 

@@ -18,6 +18,7 @@ from aa.admin import ClusterAdmin
 from aa.checkpoints.model import Checkpoint, Checkpoints
 from aa.config import Topology, client_kwargs, names
 from aa.errors import AaError
+from aa.lifecycle import started
 from aa.logs import get_logger
 from aa.observe.metrics import Metrics
 from aa.offsets.groups import commit_group_offsets, group_offsets, group_state, list_groups
@@ -102,7 +103,7 @@ class CheckpointTask:
                 await ensure_internal_topic(admin, self.topic, CHECKPOINT_TOPIC_CONFIGS)
             self.state = await read_checkpoints(self.topic, self._dst)
             producer = AIOKafkaProducer(**self._dst, acks="all", enable_idempotence=True)
-            await producer.start()
+            await started(producer)
             self._producer = producer
         return self._producer
 

@@ -19,6 +19,7 @@ from aa.config import Flow, Topology, client_kwargs
 from aa.failover.plan import Move, PlanError
 from aa.failover.plans import moves_from_translation
 from aa.lag import PartitionLag, flow_lag, mirrored_partitions
+from aa.lifecycle import started
 from aa.offsets.groups import group_offsets
 from aa.offsets.live import load_stores, translate_group
 from aa.policy import FlowRouter
@@ -67,7 +68,7 @@ async def orphans(topology: Topology, old: str, new: str) -> list[Orphans]:
     consumer = AIOKafkaConsumer(
         **client, enable_auto_commit=False, isolation_level="read_committed"
     )
-    await consumer.start()
+    await started(consumer)
     try:
         ends = await consumer.end_offsets(tps)
         begins = await consumer.beginning_offsets(tps)

@@ -11,6 +11,7 @@ from aa.checkpoints.model import Checkpoint
 from aa.checkpoints.task import checkpoint_topic, read_checkpoints
 from aa.config import Topology, client_kwargs
 from aa.failover.plan import Move, PlanError
+from aa.lifecycle import started
 from aa.offsets.groups import group_offsets
 from aa.offsets.translate import PartitionPlan
 
@@ -98,7 +99,7 @@ async def plan_at_time(
             "topics with --topic"
         )
     consumer = AIOKafkaConsumer(**client, enable_auto_commit=False)
-    await consumer.start()
+    await started(consumer)
     try:
         tps = []
         for t in topics:

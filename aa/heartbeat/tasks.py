@@ -13,6 +13,7 @@ from aiokafka import AIOKafkaProducer
 from aa.admin import ClusterAdmin
 from aa.config import Topology, client_kwargs
 from aa.heartbeat.model import Heartbeat, HeartbeatView
+from aa.lifecycle import started
 from aa.logs import get_logger
 from aa.observe.metrics import Metrics
 from aa.tail import TopicReader
@@ -48,7 +49,7 @@ async def write_heartbeats(topology: Topology, dc: str, stop: asyncio.Event) -> 
                 async with ClusterAdmin(dc, **client) as admin:
                     await admin.create_topics([(topic, 1, HEARTBEAT_TOPIC_CONFIGS)])
                 producer = AIOKafkaProducer(**client, acks="all", request_timeout_ms=10_000)
-                await producer.start()
+                await started(producer)
             hb = Heartbeat(dc, int(time.time() * 1000))
             await producer.send_and_wait(topic, hb.encode(), dc.encode())
             await _wait(stop, topology.heartbeats.interval_s)

@@ -20,6 +20,7 @@ import contextlib
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
 from aa.admin import ClusterAdmin
+from aa.lifecycle import started
 from aa.logs import get_logger
 from aa.mirror import batches, restamp
 from aa.mirror.commit import Committer
@@ -125,7 +126,7 @@ class MirrorFlow:
                 request_timeout_ms=s.request_timeout_ms,
                 **self.delivery.producer_options(),
             )
-            await producer.start()
+            await started(producer)
             never_expire(producer)
             stack.push_async_exit(
                 lambda et, *_: stop_target(producer, s.name, failed=et is not None)
@@ -155,7 +156,7 @@ class MirrorFlow:
                 metadata_max_age_ms=int(s.topic_sync_interval_s * 1000),
                 rebalance_timeout_ms=REBALANCE_TIMEOUT_MS,
             )
-            await consumer.start()
+            await started(consumer)
             stack.push_async_callback(consumer.stop)
             clients = FlowClients(producer, consumer, target_admin, self.syncs, self.log)
             await self.delivery.start(clients)

@@ -24,6 +24,7 @@ from aiokafka.errors import (
 from aiokafka.structs import OffsetAndMetadata
 
 from aa.errors import AaError
+from aa.lifecycle import started
 
 ACTIVE_STATES = frozenset({"Stable", "PreparingRebalance", "CompletingRebalance"})
 # A fresh cluster creates __consumer_offsets on the first group request and answers "no
@@ -64,7 +65,7 @@ class GroupState:
 
 async def list_groups(client: Mapping[str, Any]) -> list[str]:
     admin = AIOKafkaAdminClient(**client)
-    await admin.start()
+    await started(admin)
     try:
         return sorted(g for g, _ in await _with_coordinator(admin.list_consumer_groups))
     finally:
@@ -74,7 +75,7 @@ async def list_groups(client: Mapping[str, Any]) -> list[str]:
 async def group_offsets(client: Mapping[str, Any], group: str) -> dict[TopicPartition, int]:
     """The group's committed offsets (``{}`` when it has none)."""
     admin = AIOKafkaAdminClient(**client)
-    await admin.start()
+    await started(admin)
     try:
         raw = await _with_coordinator(lambda: admin.list_consumer_group_offsets(group))
     finally:
@@ -84,7 +85,7 @@ async def group_offsets(client: Mapping[str, Any], group: str) -> dict[TopicPart
 
 async def group_state(client: Mapping[str, Any], group: str) -> GroupState:
     admin = AIOKafkaAdminClient(**client)
-    await admin.start()
+    await started(admin)
     try:
         [resp] = await _with_coordinator(lambda: admin.describe_consumer_groups([group]))
     finally:
@@ -106,7 +107,7 @@ async def commit_group_offsets(
             "stop its consumers there first; aa never moves an active group"
         )
     consumer = AIOKafkaConsumer(**client, group_id=group, enable_auto_commit=False)
-    await consumer.start()
+    await started(consumer)
     try:
         consumer.assign(sorted(offsets))
         await consumer.commit({tp: OffsetAndMetadata(o, "aa") for tp, o in offsets.items()})
