@@ -166,7 +166,10 @@ def _json_value(depth: int) -> str:
 
 _ENVELOPE_RE = (
     rf'^\{{"id":"{_ID}","key":"{_TEXT}","type":"{_TEXT}","origin":"({_DC})",'
-    rf'"hlc":"[0-9]{{1,15}}:[0-9]{{1,20}}:\1","payload":{_WS}{_json_value(PAYLOAD_DEPTH)}{_WS}'
+    # the HLC as conflict encodes it (no leading zeros): an ``event-hlc`` header is compared
+    # with that text, so a padded one is left to the Python decoder
+    rf'"hlc":"(?:0|[1-9][0-9]{{0,14}}):(?:0|[1-9][0-9]{{0,19}}):\1",'
+    rf'"payload":{_WS}{_json_value(PAYLOAD_DEPTH)}{_WS}'
     # \z, not $: Java's $ also matches before a final line terminator (\u2028 among them)
     rf'(?:,"supersedes":\[(?:"{_ID}"(?:,"{_ID}")*+)?+\])?+\}}\z'
 )

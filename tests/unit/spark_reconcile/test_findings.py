@@ -206,6 +206,36 @@ def test_native_event_decode_agrees_with_conflicts_decoder(spark: Any) -> None:
     assert {r.offset for r in fast} == {0, 1, 2, 8}
 
 
+def test_hlc_with_leading_zeros_and_agreeing_header_is_refused_like_conflicts_decoder(
+    spark: Any,
+) -> None:
+    """``Event.decode`` compares an ``event-hlc`` header with the HLC re-encoded (no leading
+    zeros), so a value written ``"hlc":"0<ms>:00:SF"`` with the same text in its header is
+    refused; the native decoder compared the two texts and accepted it. The fold of suspect
+    keys relies on the native verdict (it gets no headers for natively decoded rows)."""
+    from conflict import ConflictError, Event
+    from spark_reconcile.events import event_value
+
+    value = event_value("k", (T0, 0, "SF"), {"a": 1})
+    padded_hlc = f"0{T0}:00:SF".encode()
+    padded = value.replace(f'"hlc":"{T0}:0:SF"'.encode(), b'"hlc":"' + padded_hlc + b'"')
+    assert padded != value
+    variants = [(padded, (("event-hlc", padded_hlc),)), (padded, ())]
+    rows = [
+        ("SF", "users", "users", 0, i, b"k", v, T0, [list(h) for h in hs])
+        for i, (v, hs) in enumerate(variants)
+    ]
+    df = spark.createDataFrame(rows, raw_schema()).transform(normalise(WINDOW, 60_000, RESOLVERS))
+    got = {r.offset: r.event_error is None and r.event_id is not None for r in df.collect()}
+    for i, (v, hs) in enumerate(variants):
+        try:
+            Event.decode(v, list(hs))
+            want = True
+        except ConflictError:
+            want = False
+        assert got[i] == want, (i, v, hs, "decoded" if got[i] else "refused")
+
+
 def test_payload_conflict_refuses_is_not_accepted_by_the_native_decoder(spark: Any) -> None:
     """Payloads a JSON parser lets through but ``Event.decode`` (orjson) refuses: an infinite
     number, a lone surrogate, a raw control character, single quotes. Each must be an event
