@@ -37,10 +37,23 @@ from spark_reconcile.report import render_html
 from spark_reconcile.session import build_session
 from spark_reconcile.source import read_dcs, read_positions
 from spark_reconcile.state import RunState, load_state, save_state
-from spark_reconcile.summarise import counts_by, record_counts, sample, to_jsonable
+from spark_reconcile.summarise import SAMPLE, counts_by, record_counts, sample, to_jsonable
 from spark_reconcile.thresholds import COUNT_FINDINGS
 from spark_reconcile.window import Window, parse_time
 
+_UNIQUE_COLUMNS = ("offset", "ts", "vhash", "key_hash", "event_id", "event_key", "src", "ev_value")
+RECORDS_PARQUET = {
+    # nearly one value per row: a dictionary is built, then abandoned, for every page
+    **{f"parquet.enable.dictionary#{c}": "false" for c in _UNIQUE_COLUMNS},
+    # the event values are only ever joined by position, never filtered on
+    "parquet.column.statistics.enabled#ev_value": "false",
+    "parquet.size.statistics.enabled": "false",
+    # a local file this run writes and removes
+    "parquet.page.write-checksum.enabled": "false",
+}
+"""Writer options of the run's records file (Parquet's per-column options)."""
+BROADCAST_SUSPECTS = 10_000
+"""Suspect keys up to which their events' positions are broadcast to the records file."""
 SPLIT_READS_FROM = 100_000
 """Records to read from which Spark's ``minPartitions`` splits partitions across the cores."""
 
@@ -167,7 +180,9 @@ def reconcile(
     # into a second, small one; the records every finding reads are a view over the two.
     # Findings read only the columns they need.
     records_path = records_dir(opts.out)
-    raw.transform(prepare(resolvers)).write.mode("overwrite").parquet(str(records_path))
+    raw.transform(prepare(resolvers)).write.options(**RECORDS_PARQUET).mode("overwrite").parquet(
+        str(records_path)
+    )
     stored = spark.read.parquet(str(records_path))
     slow_path = records_path.parent / "slow"
     if stored.filter(F.col("needs_slow")).isEmpty():
@@ -198,12 +213,27 @@ def reconcile(
     def with_values(positions: Any) -> Any:
         return read_positions(spark, datacenters, physical, positions)
 
+    kept_rows: dict[str, int] = {}
+
+    def keep(df: Any, name: str) -> Any:
+        """``df`` written once to the work folder and read back (small tables several queries
+        join with: computed once, and their size is known)."""
+        path = records_path.parent / name
+        df.write.mode("overwrite").parquet(str(path))
+        back = spark.read.parquet(str(path))
+        kept_rows[name] = int(back.count())
+        return back
+
     def event_values(positions: Any) -> Any:
-        # suspect keys' events: their value and headers are in the records file already
+        # suspect keys' events: their value and headers are in the records file already;
+        # when the suspects are few their positions are broadcast, so the records (values
+        # included) are scanned once and never shuffled
         cols = ["dc", "topic", "partition", "offset"]
         kept = stored.select(
             *cols, F.col("ev_value").alias("value"), F.col("ev_headers").alias("headers")
         )
+        if kept_rows.get("suspects", BROADCAST_SUSPECTS + 1) <= BROADCAST_SUSPECTS:
+            positions = F.broadcast(positions)
         return positions.join(kept, cols)
 
     out = opts.out / "findings"
@@ -232,20 +262,28 @@ def reconcile(
         "duplicated": findings.duplicated(records, flagged),
         "looped": records.transform(findings.looped),
         "malformed": records.transform(findings.malformed),
-        "divergent": records.transform(findings.divergent(topic_dcs, event_values)),
+        "divergent": records.transform(findings.divergent(topic_dcs, event_values, keep)),
         "delay": records.transform(findings.delay_by_flow),
         "completeness": records.transform(
             findings.completeness(expected.select("origin", "ltopic", "target"))
         ),
     }
     written: dict[str, Any] = {"absent": absent}
-    rows: dict[str, int] = {}
     for name, df in tables.items():
         path = out / name
         df.write.mode("overwrite").parquet(str(path))
         written[name] = spark.read.parquet(str(path))
-        rows[name] = int(written[name].count())
-        _log().info("reconcile.finding", finding=name, rows=rows[name], path=str(path))
+    # the counted findings' rows: a sample of fewer than SAMPLE rows is all of them (a count
+    # query only for the findings with more: every query costs planning and code generation)
+    samples = {
+        name: to_jsonable(sample(written[name], "headers", "value")) for name in COUNT_FINDINGS
+    }
+    rows = {
+        name: len(samples[name]) if len(samples[name]) < SAMPLE else int(written[name].count())
+        for name in COUNT_FINDINGS
+    }
+    for name in tables:
+        _log().info("reconcile.finding", finding=name, rows=rows.get(name), path=str(out / name))
     if opts.repair:
         # the first DC lacking a record on each branch of its origin's route tree: the mirrors
         # carry the repaired copy on to the DCs below it
@@ -304,9 +342,7 @@ def reconcile(
         ),
         "completeness": completeness_rows,
         "charts": {"missing_per_bucket": missing_buckets, "delay_p99_per_bucket": delay_buckets},
-        "samples": {
-            name: to_jsonable(sample(written[name], "headers", "value")) for name in COUNT_FINDINGS
-        },
+        "samples": samples,
         "outputs": {name: str(out / name) for name in written},
     }
     return summary

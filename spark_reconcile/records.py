@@ -176,17 +176,31 @@ _ENVELOPE_RE = (
 _MAX_PHYSICAL = (1 << 48) - 1
 _ENVELOPE_HEADERS = ("event-id", "event-type", "event-origin", "event-hlc")
 _ID_AT = len('{"id":"') + 1
-_KEY_AT = _ID_AT + 26 + len('","key":"')
 
 
-def _field_after(text: Any, name: str) -> Any:
-    """The text of string field ``name`` of a value the envelope pattern matched: its first
-    ``"name":"`` is the envelope's (the fields before it hold no quote), up to the next quote."""
+def _envelope_fields(text: Any) -> dict[str, Any]:
+    """The texts of ``key``, ``type``, ``origin`` and ``hlc`` of a value the envelope pattern
+    matched. Those fields and the id hold no quote, so each is the text after a fixed quote:
+    ``{"id":"ID","key":"KEY","type":"TYPE","origin":"ORIGIN","hlc":"HLC"`` has KEY after the
+    7th quote, TYPE after the 11th, ORIGIN after the 15th and HLC after the 19th. Nested
+    ``substring_index`` cuts them with byte searches over a shrinking prefix (a ``substr`` to
+    the end of the value walks and copies every character, once per field)."""
     from pyspark.sql import functions as F
 
-    tag = f'"{name}":"'
-    start = F.instr(text, tag) + len(tag)
-    return F.substring_index(text.substr(start, F.lit(1 << 30)), '"', 1)
+    upto_hlc = F.substring_index(text, '"', 20)
+    upto_origin = F.substring_index(upto_hlc, '"', 16)
+    upto_type = F.substring_index(upto_origin, '"', 12)
+    upto_key = F.substring_index(upto_type, '"', 8)
+
+    def last(prefix: Any) -> Any:
+        return F.substring_index(prefix, '"', -1)
+
+    return {
+        "key": last(upto_key),
+        "type": last(upto_type),
+        "origin": last(upto_origin),
+        "hlc": last(upto_hlc),
+    }
 
 
 def _fast_decode() -> tuple[Any, Any, Any]:
@@ -195,12 +209,12 @@ def _fast_decode() -> tuple[Any, Any, Any]:
 
     text = F.col("value").cast("string")
     event_id = F.substring(text, _ID_AT, 26)
-    key = F.substring_index(F.substring(text, _KEY_AT, 1 << 30), '"', 1)
-    hlc = _field_after(text, "hlc")
+    fields = _envelope_fields(text)
+    key, hlc = fields["key"], fields["hlc"]
     want = {
         "event-id": event_id,
-        "event-type": _field_after(text, "type"),
-        "event-origin": _field_after(text, "origin"),
+        "event-type": fields["type"],
+        "event-origin": fields["origin"],
         "event-hlc": hlc,
     }
     # each envelope header present at most once and equal to the value's field (a repeated
@@ -283,10 +297,10 @@ def with_events(resolvers: Mapping[str, str]) -> Callable[[Any], Any]:
 
 
 def narrow(df: Any) -> Any:
-    """The columns every finding needs, and ``ev_value`` / ``ev_headers``: the value and
-    headers of event-topic rows only (the Python decoder reads them for the rows the native
-    decoder refused; the divergence fold reads them for suspect keys). Findings select their
-    columns, so a columnar copy of these rows costs them nothing."""
+    """The columns every finding needs, and ``ev_value`` / ``ev_headers``: the value of
+    event-topic rows and the headers of the rows the native decoder refused (the Python
+    decoder reads both for those rows; the divergence fold reads them for suspect keys).
+    Findings select their columns, so a columnar copy of these rows costs them nothing."""
     from pyspark.sql import functions as F
 
     keep = [c for c in NARROW_COLUMNS if c in df.columns and c not in ("path", "src")]
@@ -300,7 +314,10 @@ def narrow(df: Any) -> Any:
             F.col("has_prov") & (F.col("resolver").isNull() | F.col("needs_slow")), F.col("src")
         ).alias("src"),
         F.when(F.col("resolver").isNotNull(), F.col("value")).alias("ev_value"),
-        F.when(F.col("resolver").isNotNull(), F.col("headers")).alias("ev_headers"),
+        # headers only where the Python decoder reads them: a row the native decoder
+        # accepted has envelope headers that agree with its value (or none), so the fold of
+        # suspect keys decodes it the same without them; Parquet writes nested arrays slowly
+        F.when(F.col("needs_slow"), F.col("headers")).alias("ev_headers"),
     )
 
 

@@ -144,19 +144,29 @@ def key_states(evs_with_values: Any) -> Any:
 
 
 def divergent(
-    topic_dcs: Mapping[str, Sequence[str]], with_values: Callable[[Any], Any]
+    topic_dcs: Mapping[str, Sequence[str]],
+    with_values: Callable[[Any], Any],
+    keep: Callable[[Any, str], Any] | None = None,
 ) -> Callable[[Any], Any]:
     """Normalised records -> divergent keys. ``topic_dcs``: logical topic -> the DCs that should
     hold it. ``with_values``: positions (``dc, topic, partition, offset`` plus columns to keep)
-    -> the same rows with ``value`` and ``headers`` (read back from Kafka by the job). Rows:
+    -> the same rows with ``value`` and ``headers`` (read back by the job). ``keep(df, name)``:
+    stores the suspect keys and returns them read back (the job writes a small Parquet file),
+    so the digests are computed once and the events are joined with a small, known table
+    (broadcast, no shuffle of every event); without it the plan recomputes them. Rows:
     ``ltopic, key, hashes`` (DC -> state hash), ``absent_in``, ``reason``."""
     from pyspark.sql import functions as F
 
     def transform(df: Any) -> Any:
         evs = events(df)
         sus = evs.transform(suspects(topic_dcs)).select("ltopic", "key", "absent_in")
-        # few keys are suspect as a rule; AQE broadcasts them when they are few
-        suspect_events = evs.join(sus.select("ltopic", "key"), ["ltopic", "key"], "left_semi")
+        if keep is not None:
+            sus = keep(sus, "suspects")
+        # few keys are suspect as a rule: joined by broadcast, every event stays where it is
+        few = sus.select("ltopic", "key")
+        if keep is not None:
+            few = F.broadcast(few)
+        suspect_events = evs.join(few, ["ltopic", "key"], "left_semi")
         sus = sus.join(conflicting(suspect_events), ["ltopic", "key"])
         positions = suspect_events.select(
             "dc", "topic", "partition", "offset", "ltopic", "resolver", "key"
