@@ -10,6 +10,10 @@ from typing import Any
 
 from spark_reconcile.errors import ReconcileError
 
+LOCAL_JAVA_OPTIONS = "-XX:+UseParallelGC"
+"""The local driver JVM's options: the throughput collector (a batch job has no pause
+target; G1's remembered sets and concurrent threads cost CPU and resident memory)."""
+
 
 def under_spark_submit() -> bool:
     """True when ``spark-submit`` launched this Python (it hands over a running JVM gateway)."""
@@ -49,6 +53,9 @@ def build_session(
             jars = spark_kafka_jars()
         # Local workers run this interpreter, so they import the same conflict/aa/aiokafka.
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        # the JVM starts from this environment: few glibc malloc arenas (each thread would
+        # otherwise get its own, resident memory beyond the heap); a value already set wins
+        os.environ.setdefault("MALLOC_ARENA_MAX", "2")
         builder = (
             builder.config("spark.pyspark.python", sys.executable)
             .config("spark.jars", ",".join(str(j) for j in jars))
@@ -57,6 +64,8 @@ def build_session(
             .config("spark.ui.showConsoleProgress", "false")
             .config("spark.driver.host", "127.0.0.1")
             .config("spark.driver.bindAddress", "127.0.0.1")
+            # spark-submit's --driver-java-options (PYSPARK_SUBMIT_ARGS) or ``extra`` win
+            .config("spark.driver.extraJavaOptions", LOCAL_JAVA_OPTIONS)
         )
     if shuffle_partitions is not None:
         builder = builder.config("spark.sql.shuffle.partitions", str(shuffle_partitions))
