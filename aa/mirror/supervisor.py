@@ -24,12 +24,13 @@ import asyncio
 import contextlib
 import signal
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from aiokafka.errors import KafkaError
 
+from aa.admin import ClusterAdmin
 from aa.errors import AaError
 from aa.logs import get_logger
 from aa.mirror.flow import FlowError, MirrorFlow
@@ -44,6 +45,26 @@ CRASH_LIMIT = 5
 
 HEALTHY_RUN_S = 60.0
 """A run that lasted this long was healthy: the backoff and the crash count start again."""
+
+
+PROBE_INTERVAL_S = 5.0
+"""While a flow backs off after a DC was down, how often it asks whether the DC answers again."""
+
+
+async def dc_answers(client: Mapping[str, Any], timeout_s: float = 5.0) -> bool:
+    """Whether a DC's cluster answers a metadata request within ``timeout_s``."""
+    kwargs = {**client, "request_timeout_ms": int(timeout_s * 1000)}
+    try:
+        async with asyncio.timeout(timeout_s), ClusterAdmin("probe", **kwargs) as admin:
+            await admin.brokers()
+    except Exception:  # noqa: BLE001 - any failure means: not yet
+        return False
+    return True
+
+
+async def flow_dcs_answer(settings: FlowSettings) -> bool:
+    """Whether both DCs of a flow answer."""
+    return await dc_answers(settings.source_client) and await dc_answers(settings.target_client)
 
 
 def is_crash(exc: BaseException) -> bool:
@@ -123,12 +144,16 @@ class Supervisor:
         backoff: Backoff | None = None,
         shutdown_timeout_s: float = 30.0,
         flow_factory: Callable[[FlowSettings, Router, Metrics], MirrorFlow] = MirrorFlow,
+        probe_interval_s: float = PROBE_INTERVAL_S,
+        reachable: Callable[[FlowSettings], Awaitable[bool]] = flow_dcs_answer,
     ) -> None:
         self._flows = list(flows)
         self.metrics = metrics
         self._backoff = backoff or Backoff()
         self._shutdown_timeout = shutdown_timeout_s
         self._factory = flow_factory
+        self._probe_interval = probe_interval_s
+        self._reachable = reachable
         self.stopping = asyncio.Event()
         self.states = {s.name: FlowState(s.name) for s, _ in self._flows}
         self.extra_tasks: list[Callable[[asyncio.Event], Any]] = []
@@ -234,9 +259,28 @@ class Supervisor:
                 error=state.last_error,
                 restarts=state.restarts,
             )
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.stopping.wait(), delay)
+            await self._back_off(settings, delay)
         state.state = "stopped"
+
+    async def _back_off(self, settings: FlowSettings, delay: float) -> None:
+        """Wait ``delay`` before a restart, or less: once a DC of the flow was seen down and
+        then answers again, the flow restarts at once (a backoff grown to 60 s while the DC
+        was away would otherwise hold it back that long after the DC returned). A failure with
+        both DCs answering waits its whole backoff, so it cannot restart every probe."""
+        loop = asyncio.get_running_loop()
+        end = loop.time() + delay
+        seen_down = False
+        while not self.stopping.is_set() and (left := end - loop.time()) > 0:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.stopping.wait(), min(left, self._probe_interval))
+            if self.stopping.is_set() or loop.time() >= end:
+                return
+            if await self._reachable(settings):
+                if seen_down:
+                    log.info("flow_dc_back", flow=settings.name)
+                    return
+            else:
+                seen_down = True
 
     async def _keep_task(self, name: str, run: Callable[[asyncio.Event], Any]) -> None:
         """Run one background loop until stopped; restart it with backoff when it fails."""
