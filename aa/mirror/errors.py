@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from aiokafka.errors import KafkaError
+
 from aa.errors import AaError
 
 
@@ -38,3 +40,9 @@ def aiokafka_part(client: Any, path: str, needs: str) -> Any:
             "the aiokafka version pyproject.toml pins"
         )
     return owner
+
+
+def is_crash(exc: BaseException) -> bool:
+    """True for a failure aa cannot explain (a defect, or an input it does not expect); false
+    for a DC down (a Kafka client error, an ``OSError``) or an error aa explains."""
+    return not isinstance(exc, AaError | KafkaError | OSError)

@@ -10,6 +10,7 @@ import contextlib
 from aiokafka import TopicPartition
 
 from aa.mirror.context import StageContext
+from aa.mirror.errors import is_crash
 from aa.mirror.limits import TargetLimits, target_limits
 from aa.mirror.topics import TopicSync
 from aa.observe.metrics import Metrics
@@ -99,4 +100,8 @@ class Placement:
             except Exception as exc:  # logged and counted: sync is best effort; copying goes on
                 self.topic_sync_error = repr(exc)
                 metrics.errors.labels(**s.labels, kind="topic-sync").inc()
-                self.ctx.clients.log.warning("topic_sync_failed", error=repr(exc), exc_info=exc)
+                log = self.ctx.clients.log
+                if is_crash(exc):  # a defect: its traceback
+                    log.warning("topic_sync_failed", error=repr(exc), exc_info=exc)
+                else:  # a DC down, an explained refusal: one line per interval
+                    log.warning("topic_sync_failed", error=repr(exc))

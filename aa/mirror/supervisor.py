@@ -28,11 +28,9 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from aiokafka.errors import KafkaError
-
 from aa.admin import ClusterAdmin
-from aa.errors import AaError
 from aa.logs import get_logger
+from aa.mirror.errors import is_crash
 from aa.mirror.flow import FlowError, MirrorFlow
 from aa.mirror.settings import FlowSettings
 from aa.mirror.types import Router
@@ -65,11 +63,6 @@ async def dc_answers(client: Mapping[str, Any], timeout_s: float = 5.0) -> bool:
 async def flow_dcs_answer(settings: FlowSettings) -> bool:
     """Whether both DCs of a flow answer."""
     return await dc_answers(settings.source_client) and await dc_answers(settings.target_client)
-
-
-def is_crash(exc: BaseException) -> bool:
-    """True for a failure aa cannot explain; false for a DC down or an explained error."""
-    return not isinstance(exc, FlowError | AaError | KafkaError | OSError)
 
 
 def task_stack(task: asyncio.Task[Any]) -> list[str]:
