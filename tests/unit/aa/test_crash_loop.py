@@ -157,18 +157,10 @@ def test_backoff_after_a_day_of_failed_restarts_stays_at_its_maximum() -> None:
     assert backoff.delay(1_025) == backoff.delay(100_000) == 60.0
 
 
-async def test_flow_waiting_out_a_down_dc_restarts_as_soon_as_the_dc_answers_again() -> None:
-    """The backoff grows to 60 s while a DC is down; once it answers again the flow restarts
-    at the next probe instead of sleeping out the rest of the backoff (here an hour)."""
-    down = KafkaConnectionError("Unable to bootstrap from [('127.0.0.1', 1)]")
-    flow, runs = _flows_raising(lambda n: down if n <= 2 else None)
-    answers = iter([False, False, True, False, True])
+def _probing(flow: type, reachable: Callable[[FlowSettings], Any]) -> Supervisor:
+    """A supervisor whose backoff is an hour and whose DC probe is ``reachable``."""
     settings = FlowSettings("SF", "NYC", {}, {}, group_id="g")
-
-    async def reachable(s: FlowSettings) -> bool:
-        return next(answers, True)
-
-    sup = Supervisor(
+    return Supervisor(
         [(settings, object())],  # type: ignore[list-item]
         Metrics(),
         backoff=Backoff(initial_s=3600, max_s=3600),
@@ -176,6 +168,19 @@ async def test_flow_waiting_out_a_down_dc_restarts_as_soon_as_the_dc_answers_aga
         probe_interval_s=0.001,
         reachable=reachable,
     )
+
+
+async def test_flow_waiting_out_a_down_dc_restarts_as_soon_as_the_dc_answers_again() -> None:
+    """The backoff grows to 60 s while a DC is down; once it answers again the flow restarts
+    at the next probe instead of sleeping out the rest of the backoff (here an hour)."""
+    down = KafkaConnectionError("Unable to bootstrap from [('127.0.0.1', 1)]")
+    flow, runs = _flows_raising(lambda n: down if n <= 2 else None)
+    answers = iter([False, False, True, False, True])
+
+    async def reachable(s: FlowSettings) -> bool:
+        return next(answers, True)
+
+    sup = _probing(flow, reachable)
     runner = asyncio.create_task(sup.run(install_signals=False))
     try:
         await _until(lambda: len(runs) == 3 and sup.states["SF->NYC"].state == "running")
@@ -190,21 +195,13 @@ async def test_a_retriable_failure_with_both_dcs_answering_waits_out_its_backoff
     refused = KafkaConnectionError("Connection reset")
     flow, runs = _flows_raising(lambda n: refused)
     probes = 0
-    settings = FlowSettings("SF", "NYC", {}, {}, group_id="g")
 
     async def reachable(s: FlowSettings) -> bool:
         nonlocal probes
         probes += 1
         return True
 
-    sup = Supervisor(
-        [(settings, object())],  # type: ignore[list-item]
-        Metrics(),
-        backoff=Backoff(initial_s=3600, max_s=3600),
-        flow_factory=flow,
-        probe_interval_s=0.001,
-        reachable=reachable,
-    )
+    sup = _probing(flow, reachable)
     runner = asyncio.create_task(sup.run(install_signals=False))
     try:
         await _until(lambda: probes >= 20)
