@@ -206,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--divergent-every", type=int, default=1000)
     p.add_argument("--partitions", type=int, default=2, help="partitions per topic")
     p.add_argument("--master", default="local[2]")
-    p.add_argument("--driver-memory", default="1g")
+    p.add_argument("--driver-memory", default="768m", help="the job's default")
     p.add_argument("--bootstrap", default=None, help="SF=host:port,NYC=...,LON=... (else local)")
     p.add_argument("--home", default=None, help="folder of the local DCs (default: a temp dir)")
     p.add_argument(

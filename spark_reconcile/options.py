@@ -59,8 +59,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--master", default=None, help="Spark master (default local[*])")
     p.add_argument(
         "--driver-memory",
-        default="1g",
-        help="Spark driver memory for a local master (default 1g: the records are on disk, "
+        default="768m",
+        help="Spark driver memory for a local master (default 768m: the records are on disk, "
         "nothing kept grows with the data; spark-submit's own setting wins)",
     )
     p.add_argument(
