@@ -262,7 +262,7 @@ def test_payload_conflict_refuses_is_not_accepted_by_the_native_decoder(spark: A
         b"[" + b",".join([b"1"] * 3000) + b"]",
         b'"' + b"\\n" * 3000 + b'"',
     ]
-    rows = [
+    rows: list[tuple[Any, ...]] = [
         ("SF", "users", "users", 0, i, b"k", good.replace(b'{"a":1}', p), T0, [])
         for i, p in enumerate(payloads)
     ]
