@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
 from aa.checkpoints.task import CheckpointTask
-from aa.config import Flow, Topology
+from aa.config import Flow, Topology, client_kwargs
 from aa.deadlines import finished_within
 from aa.errors import AaError
 from aa.heartbeat.tasks import watch_heartbeats, write_heartbeats
@@ -35,6 +35,9 @@ class BackgroundTask:
 
     name: str
     run: Task
+    clients: tuple[Mapping[str, Any], ...] = ()
+    """The DCs it needs (client settings): while it backs off after one was down, it restarts
+    as soon as they answer again."""
 
     def __call__(self, stop: asyncio.Event) -> Awaitable[None]:
         return self.run(stop)
@@ -172,20 +175,23 @@ def background_tasks(
     """The loops for a process running ``flows`` (it runs in their target DC)."""
     local = sorted({s.target for s, _ in flows})
     tasks: list[BackgroundTask] = []
+
+    def needs(*dcs: str) -> tuple[Mapping[str, Any], ...]:
+        return tuple(client_kwargs(topology.datacenter(dc)) for dc in dict.fromkeys(dcs))
+
     if topology.heartbeats.enabled:
         for dc in local:
-            tasks.append(
-                BackgroundTask(f"heartbeat-write:{dc}", partial(write_heartbeats, topology, dc))
-            )
-            tasks.append(
-                BackgroundTask(
-                    f"heartbeat-watch:{dc}", partial(watch_heartbeats, topology, dc, metrics)
-                )
-            )
+            write = partial(write_heartbeats, topology, dc)
+            watch = partial(watch_heartbeats, topology, dc, metrics)
+            tasks.append(BackgroundTask(f"heartbeat-write:{dc}", write, needs(dc)))
+            tasks.append(BackgroundTask(f"heartbeat-watch:{dc}", watch, needs(dc)))
     if topology.checkpoints.enabled:
         for s, _ in flows:
             task = CheckpointTask(topology, s.source, s.target, metrics)
-            tasks.append(BackgroundTask(f"checkpoints:{s.name}", task.run))
+            tasks.append(
+                BackgroundTask(f"checkpoints:{s.name}", task.run, needs(s.source, s.target))
+            )
     names = [s.name for s, _ in flows]
-    tasks.append(BackgroundTask("lag", partial(export_lag, topology, names, metrics)))
+    lag = partial(export_lag, topology, names, metrics)
+    tasks.append(BackgroundTask("lag", lag, needs(*(s.source for s, _ in flows))))
     return tasks

@@ -60,11 +60,6 @@ async def dc_answers(client: Mapping[str, Any], timeout_s: float = 5.0) -> bool:
     return True
 
 
-async def flow_dcs_answer(settings: FlowSettings) -> bool:
-    """Whether both DCs of a flow answer."""
-    return await dc_answers(settings.source_client) and await dc_answers(settings.target_client)
-
-
 def task_stack(task: asyncio.Task[Any]) -> list[str]:
     """Where a task is suspended: ``file:line function`` per frame of its await chain."""
     return [
@@ -138,7 +133,7 @@ class Supervisor:
         shutdown_timeout_s: float = 30.0,
         flow_factory: Callable[[FlowSettings, Router, Metrics], MirrorFlow] = MirrorFlow,
         probe_interval_s: float = PROBE_INTERVAL_S,
-        reachable: Callable[[FlowSettings], Awaitable[bool]] = flow_dcs_answer,
+        answers: Callable[[Mapping[str, Any]], Awaitable[bool]] = dc_answers,
     ) -> None:
         self._flows = list(flows)
         self.metrics = metrics
@@ -146,7 +141,7 @@ class Supervisor:
         self._shutdown_timeout = shutdown_timeout_s
         self._factory = flow_factory
         self._probe_interval = probe_interval_s
-        self._reachable = reachable
+        self._answers = answers
         self.stopping = asyncio.Event()
         self.states = {s.name: FlowState(s.name) for s, _ in self._flows}
         self.extra_tasks: list[Callable[[asyncio.Event], Any]] = []
@@ -252,14 +247,19 @@ class Supervisor:
                 error=state.last_error,
                 restarts=state.restarts,
             )
-            await self._back_off(settings, delay)
+            await self._back_off(
+                settings.name, delay, (settings.source_client, settings.target_client)
+            )
         state.state = "stopped"
 
-    async def _back_off(self, settings: FlowSettings, delay: float) -> None:
-        """Wait ``delay`` before a restart, or less: once a DC of the flow was seen down and
-        then answers again, the flow restarts at once (a backoff grown to 60 s while the DC
-        was away would otherwise hold it back that long after the DC returned). A failure with
-        both DCs answering waits its whole backoff, so it cannot restart every probe."""
+    async def _back_off(
+        self, name: str, delay: float, clients: Sequence[Mapping[str, Any]]
+    ) -> None:
+        """Wait ``delay`` before restarting ``name``, or less: once one of the DCs it needs
+        (``clients``) was seen down and then they all answer again, it restarts at once (a
+        backoff grown to 60 s while the DC was away would otherwise hold it back that long
+        after the DC returned). A failure with every DC answering waits its whole backoff, so
+        it cannot restart every probe."""
         loop = asyncio.get_running_loop()
         end = loop.time() + delay
         seen_down = False
@@ -268,9 +268,11 @@ class Supervisor:
                 await asyncio.wait_for(self.stopping.wait(), min(left, self._probe_interval))
             if self.stopping.is_set() or loop.time() >= end:
                 return
-            if await self._reachable(settings):
+            if not clients:
+                continue
+            if all([await self._answers(c) for c in clients]):
                 if seen_down:
-                    log.info("flow_dc_back", flow=settings.name)
+                    log.info("dc_back", restarting=name)
                     return
             else:
                 seen_down = True
@@ -309,6 +311,5 @@ class Supervisor:
             log.warning(
                 "background_task_restarting", task=name, in_s=delay, restarts=state.restarts
             )
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.stopping.wait(), delay)
+            await self._back_off(name, delay, getattr(run, "clients", ()))
         state.state = "stopped"

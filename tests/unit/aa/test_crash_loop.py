@@ -157,16 +157,17 @@ def test_backoff_after_a_day_of_failed_restarts_stays_at_its_maximum() -> None:
     assert backoff.delay(1_025) == backoff.delay(100_000) == 60.0
 
 
-def _probing(flow: type, reachable: Callable[[FlowSettings], Any]) -> Supervisor:
-    """A supervisor whose backoff is an hour and whose DC probe is ``reachable``."""
+def _probing(flow: type | None, answers: Callable[[Any], Any]) -> Supervisor:
+    """A supervisor (of one flow, or of none) whose backoff is an hour and whose DC probe is
+    ``answers``."""
     settings = FlowSettings("SF", "NYC", {}, {}, group_id="g")
     return Supervisor(
-        [(settings, object())],  # type: ignore[list-item]
+        [(settings, object())] if flow is not None else [],  # type: ignore[list-item]
         Metrics(),
         backoff=Backoff(initial_s=3600, max_s=3600),
-        flow_factory=flow,
+        flow_factory=flow or object,  # type: ignore[arg-type]
         probe_interval_s=0.001,
-        reachable=reachable,
+        answers=answers,
     )
 
 
@@ -175,10 +176,13 @@ async def test_flow_waiting_out_a_down_dc_restarts_as_soon_as_the_dc_answers_aga
     at the next probe instead of sleeping out the rest of the backoff (here an hour)."""
     down = KafkaConnectionError("Unable to bootstrap from [('127.0.0.1', 1)]")
     flow, runs = _flows_raising(lambda n: down if n <= 2 else None)
-    answers = iter([False, False, True, False, True])
+    calls = 0
 
-    async def reachable(s: FlowSettings) -> bool:
-        return next(answers, True)
+    async def reachable(client: Any) -> bool:
+        """Both DCs (source, target) are asked at each probe: down, up, down, up."""
+        nonlocal calls
+        calls += 1
+        return (calls - 1) // 2 % 2 == 1
 
     sup = _probing(flow, reachable)
     runner = asyncio.create_task(sup.run(install_signals=False))
@@ -196,7 +200,7 @@ async def test_a_retriable_failure_with_both_dcs_answering_waits_out_its_backoff
     flow, runs = _flows_raising(lambda n: refused)
     probes = 0
 
-    async def reachable(s: FlowSettings) -> bool:
+    async def reachable(client: Any) -> bool:
         nonlocal probes
         probes += 1
         return True
@@ -215,3 +219,32 @@ async def test_dc_answers_is_false_for_a_closed_port() -> None:
     assert not await supervisor_module.dc_answers(
         {"bootstrap_servers": "127.0.0.1:1"}, timeout_s=2.0
     )
+
+
+async def test_background_loop_waiting_out_a_down_dc_restarts_as_soon_as_the_dc_answers() -> None:
+    """Heartbeats, checkpoints and lag export too: a heartbeat writer backing off for 60 s
+    after its DC returned would show the other DCs a stale heartbeat for that long."""
+    runs = 0
+    answers = iter([False, True, False, True])  # down, back; down, back
+
+    async def heartbeat(stop: asyncio.Event) -> None:
+        nonlocal runs
+        runs += 1
+        if runs <= 2:
+            raise KafkaConnectionError("Unable to bootstrap from [('127.0.0.1', 1)]")
+        await stop.wait()
+
+    async def probe(client: Any) -> bool:
+        assert client == {"bootstrap_servers": "127.0.0.1:1"}
+        return next(answers, True)
+
+    sup = _probing(None, probe)
+    sup.extra_tasks.append(
+        BackgroundTask("heartbeat-write:SF", heartbeat, ({"bootstrap_servers": "127.0.0.1:1"},))
+    )
+    runner = asyncio.create_task(sup.run(install_signals=False))
+    try:
+        await _until(lambda: runs == 3)
+    finally:
+        sup.stop()
+        await asyncio.wait_for(runner, 30)
