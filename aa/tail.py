@@ -33,15 +33,21 @@ class TopicReader(AsyncResource):
     ) -> None:
         self.topic = topic
         self._last = last
-        self._consumer = AIOKafkaConsumer(
+        self._options = {
             **client,
-            enable_auto_commit=False,
-            auto_offset_reset="earliest",
-            isolation_level=isolation_level,
-        )
+            "enable_auto_commit": False,
+            "auto_offset_reset": "earliest",
+            "isolation_level": isolation_level,
+        }
         self._assigned: set[TopicPartition] = set()
 
+    _consumer: AIOKafkaConsumer
+    """Made by each open, not by ``__init__``: a reader built and closed without being started
+    (the lag export's, when the source DC is down) holds no client to leak."""
+
     async def _open(self) -> None:
+        self._consumer = AIOKafkaConsumer(**self._options)
+        self._assigned = set()
         await self._consumer.start()
         # aiokafka's no-group coordinator starts a task that must run once before stop()
         # (stopping it unstarted raises CancelledError).

@@ -63,3 +63,16 @@ async def test_a_resource_whose_open_fails_half_way_is_closed() -> None:
     with pytest.raises(KafkaConnectionError):
         await r.start()
     assert (r.closed, r.is_open) == (1, False)
+
+
+async def test_topic_reader_built_but_never_started_leaves_no_consumer_behind() -> None:
+    """The lag export builds an exactly-once flow's offsets reader before its first read; with
+    the source DC down that read fails first, the reader is closed unstarted, and its consumer
+    (made in ``__init__``) was collected unclosed, once per lag retry."""
+
+    async def build_and_close() -> None:
+        reader = TopicReader("aa.eos-offsets.SF.NYC", DOWN)
+        await reader.close()
+        raise KafkaConnectionError("the source DC is down")
+
+    assert await _unclosed_after(build_and_close) == []
