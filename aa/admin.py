@@ -7,6 +7,7 @@ tools.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -129,3 +130,18 @@ class ClusterAdmin(AsyncResource):
     def raw(self) -> AIOKafkaAdminClient:
         """The aiokafka client, for calls not wrapped here (groups, offsets)."""
         return self._client
+
+
+async def metadata_failure(
+    dc: str, client: Mapping[str, Any], timeout_s: float
+) -> BaseException | None:
+    """``None`` when ``dc``'s cluster answers a metadata request within ``timeout_s``, else
+    what went wrong (the `aa` commands' reachability checks and a flow waiting out a DC that
+    was down both ask this way)."""
+    kwargs = {**client, "request_timeout_ms": int(timeout_s * 1000)}
+    try:
+        async with asyncio.timeout(timeout_s), ClusterAdmin(dc, **kwargs) as admin:
+            await admin.brokers()
+    except Exception as exc:  # noqa: BLE001 - aiokafka raises its own classes, not only OSError
+        return exc
+    return None

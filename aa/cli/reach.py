@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable
 
-from aa.admin import ClusterAdmin
+from aa.admin import metadata_failure
 from aa.config import Topology, client_kwargs
 from aa.config.client import preflight
 from aa.errors import AaError
@@ -33,14 +33,8 @@ def short_cause(exc: BaseException) -> str:
 
 async def probe(topology: Topology, dc: str, timeout_s: float = CONNECT_TIMEOUT_S) -> str | None:
     """None when ``dc`` answers a metadata request, else why not."""
-    kwargs = client_kwargs(topology.datacenter(dc))
-    kwargs["request_timeout_ms"] = int(timeout_s * 1000)
-    try:
-        async with asyncio.timeout(timeout_s), ClusterAdmin(dc, **kwargs) as admin:
-            await admin.brokers()
-    except Exception as exc:  # noqa: BLE001 - aiokafka raises its own classes, not only OSError
-        return short_cause(exc)
-    return None
+    failure = await metadata_failure(dc, client_kwargs(topology.datacenter(dc)), timeout_s)
+    return None if failure is None else short_cause(failure)
 
 
 async def require_reachable(

@@ -28,7 +28,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from aa.admin import ClusterAdmin
+from aa.admin import metadata_failure
 from aa.logs import get_logger
 from aa.mirror.errors import is_crash
 from aa.mirror.flow import FlowError, MirrorFlow
@@ -51,13 +51,7 @@ PROBE_INTERVAL_S = 5.0
 
 async def dc_answers(client: Mapping[str, Any], timeout_s: float = 5.0) -> bool:
     """Whether a DC's cluster answers a metadata request within ``timeout_s``."""
-    kwargs = {**client, "request_timeout_ms": int(timeout_s * 1000)}
-    try:
-        async with asyncio.timeout(timeout_s), ClusterAdmin("probe", **kwargs) as admin:
-            await admin.brokers()
-    except Exception:  # noqa: BLE001 - any failure means: not yet
-        return False
-    return True
+    return await metadata_failure("probe", client, timeout_s) is None
 
 
 def task_stack(task: asyncio.Task[Any]) -> list[str]:
@@ -208,7 +202,7 @@ class Supervisor:
     async def _keep(self, settings: FlowSettings, router: Router) -> None:
         """Run one flow until stopped; restart it with backoff when it fails."""
         state = self.states[settings.name]
-        labels = {"source": settings.source, "target": settings.target}
+        labels = settings.labels
         streak = Streak()
         while not self.stopping.is_set():
             flow = self._factory(settings, router, self.metrics)
@@ -263,13 +257,12 @@ class Supervisor:
         loop = asyncio.get_running_loop()
         end = loop.time() + delay
         seen_down = False
+        step = self._probe_interval if clients else delay  # nothing to ask: wait it out
         while not self.stopping.is_set() and (left := end - loop.time()) > 0:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.stopping.wait(), min(left, self._probe_interval))
+                await asyncio.wait_for(self.stopping.wait(), min(left, step))
             if self.stopping.is_set() or loop.time() >= end:
                 return
-            if not clients:
-                continue
             if all([await self._answers(c) for c in clients]):
                 if seen_down:
                     log.info("dc_back", restarting=name)
