@@ -122,8 +122,8 @@ class Tuning:
     linger_ms: int = setting(
         0,
         Integer(lo=0),
-        "producer `linger_ms`; the mirror hands over whole batches built from a fetch, so "
-        "waiting adds latency and saves nothing",
+        "producer `linger_ms`, for offset syncs and dead letters; the mirror's own batches "
+        "are complete when handed over and leave at once",
         flow="linger_ms",
     )
     compression: Compression = setting(
