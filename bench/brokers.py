@@ -50,6 +50,8 @@ def wan_properties(c: devcluster.DevCluster, listener_port: int, proxy_port: int
 class Brokers:
     bootstraps: dict[str, str]
     wan: dict[str, WanPorts] = field(default_factory=dict)
+    pids: dict[str, int] = field(default_factory=dict)
+    """The broker JVMs' pids by DC (dedicated brokers only), for their CPU use."""
 
 
 @contextlib.contextmanager
@@ -76,6 +78,7 @@ def dedicated(
             specs.append(spec)
         try:
             devcluster.up(specs, heap=heap)
-            yield Brokers({s.name: s.bootstrap for s in specs}, wan_ports)
+            pids = {s.name: pid for s in specs if (pid := devcluster.pid_of(s)) is not None}
+            yield Brokers({s.name: s.bootstrap for s in specs}, wan_ports, pids)
         finally:
             devcluster.stop_all(specs)

@@ -74,6 +74,30 @@ def hwm_bytes(root: int) -> int:
 
 
 @dataclass(frozen=True, slots=True)
+class MachineTicks:
+    """The machine's CPU time so far, all cores (the first line of ``/proc/stat``)."""
+
+    busy: int
+    total: int
+
+    @classmethod
+    def now(cls) -> MachineTicks:
+        ticks = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
+        idle = ticks[3] + ticks[4]  # idle and iowait
+        return cls(sum(ticks) - idle, sum(ticks))
+
+    def busy_pct_since(self, earlier: MachineTicks) -> float | None:
+        """How busy the whole machine was since ``earlier``: 100 = every core all the time."""
+        total = self.total - earlier.total
+        return round(100 * (self.busy - earlier.busy) / total, 1) if total > 0 else None
+
+
+def cpu_of(pids: dict[str, int]) -> dict[str, float]:
+    """CPU seconds so far of each named process (brokers), without their children."""
+    return {name: cpu_seconds(pid) for name, pid in pids.items()}
+
+
+@dataclass(frozen=True, slots=True)
 class Usage:
     cpu_s: float
     peak_rss_bytes: int

@@ -97,13 +97,14 @@ def _f(v: Any, digits: int = 0) -> str:
 
 
 _COPY = ("records/s", "MB/s", "copy s", "startup s", "CPU s (copy)", "records/CPU-s", "peak RSS MB")
-"""The columns of a copy run (W1, W4)."""
+_COPY += ("machine CPU % (copy)",)
+"""The columns of a copy run (W1, W4). Machine CPU: all cores, 100 = every core busy."""
 
 
 def _copy_cells(x: dict[str, Any]) -> list[str]:
-    digits = (0, 1, 1, 1, 1, 0, 0)
+    digits = (0, 1, 1, 1, 1, 0, 0, 0)
     keys = ("records_per_s", "mb_per_s", "copy_s", "startup_s", "cpu_copy_s")
-    keys += ("records_per_cpu_s", "peak_rss_mb")
+    keys += ("records_per_cpu_s", "peak_rss_mb", "machine_cpu_pct")
     return [_f(x.get(k), d) for k, d in zip(keys, digits, strict=True)]
 
 
@@ -133,6 +134,10 @@ def _runs(
     return out + [f"| {r} | " + " | ".join(cells(w[r])) + " |" for r in runners if r in w]
 
 
+def _pcts(ceiling: dict[str, Any], kind: str) -> str:
+    return "/".join(_f(a.get("machine_cpu_pct")) for a in ceiling.get("attempts", {}).get(kind, []))
+
+
 def table(workloads: dict[str, Any]) -> str:
     """The run's figures as Markdown tables (printed, and pasted into docs/benchmarks.md)."""
     out: list[str] = []
@@ -147,7 +152,8 @@ def table(workloads: dict[str, Any]) -> str:
             out.append(
                 f"\nceiling: source read {_f(c['read']['fetch_records_per_s'])} records/s "
                 f"(ConsumerPerformance), target write {_f(c['write']['records_per_s'])} "
-                "records/s (ProducerPerformance)"
+                "records/s (ProducerPerformance); machine CPU % over each tool's runs: read "
+                f"{_pcts(c, 'read')}, write {_pcts(c, 'write')}"
             )
         out += _ratio_lines(w1)
     if w2 := workloads.get("W2"):

@@ -144,7 +144,7 @@ def main(argv: list[str] | None = None) -> Path:
         log(f"brokers: {bootstraps}; work folder {work}")
         ctx = Ctx(
             work, dict(bootstraps), tuning, params, procs, uuid.uuid4().hex[:6], log,
-            wan=dict(found.wan),
+            wan=dict(found.wan), broker_pids=dict(found.pids),
         )  # fmt: skip
         try:
             for name in only:

@@ -26,7 +26,7 @@ from bench.procs import (
     producer_perf,
     python_cmd,
 )
-from bench.procstat import Sampler
+from bench.procstat import MachineTicks, Sampler, cpu_of
 from bench.replicators import Deployment, aa_deployment, mm2_deployment
 
 MB = 1024 * 1024
@@ -66,6 +66,8 @@ class Ctx:
     log: Callable[[str], None]
     wan: dict[str, WanPorts] = field(default_factory=dict)
     """DCs whose broker also listens behind a delaying proxy (W4), by name."""
+    broker_pids: dict[str, int] = field(default_factory=dict)
+    """The dedicated brokers' pids by DC (none with ``--bootstrap``): their CPU is reported."""
 
     def topic(self, workload: str, runner: str) -> str:
         return f"bench-{workload}-{runner}-{self.run_id}"
@@ -165,7 +167,7 @@ def _w1_replicate(
     p = ctx.params
     n = records or p.records
     dep = _deploy(ctx, runner, workload, ["SF->NYC"], [topic], ["SF->NYC"], via=via)
-    live = Live(dep, ctx.procs).start()
+    live = Live(dep, ctx.procs, brokers=ctx.broker_pids).start()
     live.mark("start", live.started)
     try:
         arrival = asyncio.run(
@@ -193,6 +195,7 @@ def _w1_replicate(
         "records_per_cpu_s": n / cpu_copy if cpu_copy > 0 else None,
         "cpu_s_per_million": cpu_copy / n * 1e6,
         "peak_rss_mb": round(max(u.peak_rss_bytes for u in finals) / MB, 1),
+        **live.machine_between("first", "done"),
         "config": dep.config_name,
         "commands": _commands(dep),
     }
@@ -200,6 +203,19 @@ def _w1_replicate(
 
 def _commands(dep: Deployment) -> list[str]:
     return [" ".join(spec.argv) for spec in dep.specs]
+
+
+def _measured(
+    ctx: Ctx, spec: Spec, parse: Callable[[str], dict[str, Any]], timeout_s: float
+) -> dict[str, Any]:
+    """A perf tool's figures, with how busy the machine and the brokers were over its whole
+    run (JVM start included: the tool's own rate leaves that out)."""
+    m0, b0 = MachineTicks.now(), cpu_of(ctx.broker_pids)
+    out = parse(_run_tool(ctx, spec, timeout_s))
+    m1, b1 = MachineTicks.now(), cpu_of(ctx.broker_pids)
+    out["machine_cpu_pct"] = m1.busy_pct_since(m0)
+    out["broker_cpu_s"] = {dc: round(b1[dc] - b0[dc], 3) for dc in b0 if dc in b1}
+    return out
 
 
 def _w1_ceiling(ctx: Ctx, topic: str, attempts: int = 2) -> dict[str, Any]:
@@ -216,14 +232,14 @@ def _w1_ceiling(ctx: Ctx, topic: str, attempts: int = 2) -> dict[str, Any]:
             base / f"read-{i}", ctx.bootstraps["SF"], topic, p.records,
             f"bench-ceiling-{ctx.run_id}-{i}", ctx.tuning.consumer_props(),
         )  # fmt: skip
-        reads.append(parse_consumer_perf(_run_tool(ctx, read_spec, timeout)))
+        reads.append(_measured(ctx, read_spec, parse_consumer_perf, timeout))
         target = f"{ctx.topic('w1', 'ceiling')}-{i}"  # on NYC, created empty
         asyncio.run(create_topics(ctx.bootstraps["NYC"], [target], p.partitions))
         write_spec = producer_perf(
             base / f"write-{i}", ctx.bootstraps["NYC"], target, p.records, p.record_size, -1,
             ctx.tuning.producer_props(),
         )  # fmt: skip
-        writes.append(parse_producer_perf(_run_tool(ctx, write_spec, timeout)))
+        writes.append(_measured(ctx, write_spec, parse_producer_perf, timeout))
         asyncio.run(delete_topics(ctx.bootstraps["NYC"], target))
     read = max(reads, key=lambda r: r["fetch_records_per_s"])
     write = max(writes, key=lambda r: r["records_per_s"])

@@ -10,6 +10,7 @@ from aa.config.yaml_file import read_yaml
 from bench.configs import DEFAULT_POLICY, Tuning, aa_topology, mm2_properties
 from bench.latency import percentiles
 from bench.procs import parse_consumer_perf, parse_producer_perf
+from bench.procstat import MachineTicks
 from bench.report import ratios, table
 
 pytestmark = pytest.mark.unit
@@ -99,3 +100,12 @@ def test_ratios_and_table_with_missing_runners() -> None:
     assert w["W1"]["ratios"]["aa/mm2 records_per_s"] == 2.0
     assert w["W1"]["ratios"]["aa/ceiling records_per_s"] is None
     assert "| aa | 200 |" in table(w)
+
+
+def test_machine_cpu_is_the_busy_share_of_all_cores_between_two_readings() -> None:
+    before = MachineTicks(busy=1_000, total=4_000)
+    # 2 cores for 1 s at 100 ticks/s: 200 ticks, 150 of them busy
+    assert MachineTicks(busy=1_150, total=4_200).busy_pct_since(before) == 75.0
+    assert MachineTicks(busy=1_000, total=4_000).busy_pct_since(before) is None
+    now = MachineTicks.now()
+    assert 0 <= now.busy <= now.total
