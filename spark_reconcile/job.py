@@ -24,9 +24,10 @@ from aa.errors import AaError
 from aa.logs import configure, get_logger
 from spark_reconcile import findings
 from spark_reconcile.findings.delay import unmeasured
-from spark_reconcile.findings.divergent import COUNTED
+from spark_reconcile.findings.divergent import COUNTED, suspect_keys
 from spark_reconcile.findings.missing import EXPIRED, IN_FLIGHT, MISSING
-from spark_reconcile.findings.presence import Flagged, flag
+from spark_reconcile.findings.presence import Flagged, flag_dcs, flagged_only
+from spark_reconcile.findings.presence import ids as presence_ids
 from spark_reconcile.frames import literal_frame
 from spark_reconcile.options import JobOptions, add_arguments, from_args
 from spark_reconcile.plan import ReadPlan
@@ -237,12 +238,20 @@ def reconcile(
         return positions.join(kept, cols)
 
     out = opts.out / "findings"
-    # which DCs hold each record id, once for missing and duplicated: the ids some DC lacks or
-    # holds twice (few, as a rule), as a small file both read
+    # which DCs hold each record id, and each event id's copies, from one aggregation for
+    # missing, duplicated and divergent: one narrow row per flagged id or event id, then the
+    # ids some DC lacks or holds twice (few, as a rule) as a small file, and the suspect keys
+    expected_flows = [(o, t, d) for o, t, d, _ in flows]
+    bit_dcs = flag_dcs(checked, expected_flows)
+    ids_path = records_path.parent / "ids"
+    records.transform(presence_ids(bit_dcs, expected_flows)).write.mode("overwrite").parquet(
+        str(ids_path)
+    )
+    per_id = spark.read.parquet(str(ids_path))
     flagged_path = records_path.parent / "flagged"
-    found = flag(records, checked, [(o, t, d) for o, t, d, _ in flows])
-    found.rows.write.mode("overwrite").parquet(str(flagged_path))
-    flagged = Flagged(found.dcs, spark.read.parquet(str(flagged_path)))
+    per_id.transform(flagged_only).write.mode("overwrite").parquet(str(flagged_path))
+    flagged = Flagged(bit_dcs, spark.read.parquet(str(flagged_path)))
+    suspect = per_id.transform(suspect_keys(topic_dcs, bit_dcs))
     absent_path = out / "absent"
     records.transform(
         findings.absent(
@@ -262,7 +271,9 @@ def reconcile(
         "duplicated": findings.duplicated(records, flagged),
         "looped": records.transform(findings.looped),
         "malformed": records.transform(findings.malformed),
-        "divergent": records.transform(findings.divergent(topic_dcs, event_values, keep)),
+        "divergent": records.transform(
+            findings.divergent(topic_dcs, event_values, keep, suspect=suspect)
+        ),
         "delay": records.transform(findings.delay_by_flow),
         "completeness": records.transform(
             findings.completeness(expected.select("origin", "ltopic", "target"))

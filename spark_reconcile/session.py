@@ -10,9 +10,22 @@ from typing import Any
 
 from spark_reconcile.errors import ReconcileError
 
-LOCAL_JAVA_OPTIONS = "-XX:+UseParallelGC"
+C2_THRESHOLDS = (
+    "-XX:Tier4InvocationThreshold=50000",
+    "-XX:Tier4MinInvocationThreshold=6000",
+    "-XX:Tier4CompileThreshold=150000",
+    "-XX:Tier4BackEdgeThreshold=400000",
+)
+"""HotSpot's thresholds for the optimising compiler (C2), ten times the JVM's defaults. A run
+is one short-lived JVM that plans and compiles (Janino) ~70 queries: with the defaults C2
+spent ~48 s of CPU at 3 x 200k events on methods that ran a few thousand times (Janino,
+planning, serialisation, each query's generated code), competing with the tasks for the
+cores. The per-row loops still reach C2 within the first tens of thousands of rows; lukewarm
+code stays in C1 (docs/benchmarks.md, issue 14's fifth change)."""
+LOCAL_JAVA_OPTIONS = " ".join(("-XX:+UseParallelGC", *C2_THRESHOLDS))
 """The local driver JVM's options: the throughput collector (a batch job has no pause
-target; G1's remembered sets and concurrent threads cost CPU and resident memory)."""
+target; G1's remembered sets and concurrent threads cost CPU and resident memory) and
+:data:`C2_THRESHOLDS`."""
 
 
 def under_spark_submit() -> bool:

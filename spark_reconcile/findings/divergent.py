@@ -43,12 +43,9 @@ def events(df: Any) -> Any:
     where they are (``topic, partition, offset``)."""
     from pyspark.sql import functions as F
 
-    return df.filter(
-        F.col("in_window")
-        & F.col("resolver").isNotNull()
-        & F.col("event_error").isNull()
-        & F.col("prov_error").isNull()
-    ).select(
+    from spark_reconcile.findings.presence import is_event
+
+    return df.filter(is_event()).select(
         "ltopic",
         "resolver",
         F.col("event_key").alias("key"),
@@ -116,6 +113,71 @@ def suspects(topic_dcs: Mapping[str, Sequence[str]]) -> Callable[[Any], Any]:
     return transform
 
 
+def suspect_keys(
+    topic_dcs: Mapping[str, Sequence[str]], dcs: Sequence[str]
+) -> Callable[[Any], Any]:
+    """From the per-id rows of :func:`~spark_reconcile.findings.presence.ids` (bitmasks over
+    ``dcs``): ``ltopic, key_h`` (64-bit hash of the key) of the keys some DC holds
+    differently. A key is suspect when one
+    of its events has copies whose values (or keys) differ, when one of its events is held by
+    fewer DCs than the key is (the DCs' event sets differ: the digests of :func:`suspects`
+    would differ), or when a DC that should hold the topic holds none of its events. The same
+    keys as :func:`suspects` (without its 64-bit XOR's collisions; a key hash's collision only
+    adds a key to fold), from rows aggregated once per event id instead of a second shuffle of
+    every event."""
+    from pyspark.sql import functions as F
+
+    from spark_reconcile.findings.presence import _lookup, dc_bits
+
+    bit = dc_bits(dcs)
+    wanted = {t: sum(bit[d] for d in ds if d in bit) for t, ds in topic_dcs.items()}
+
+    def transform(per_id: Any) -> Any:
+        per_key = (
+            per_id.filter(F.col("ev_held") != 0)
+            .select(
+                "ltopic",
+                # an event id whose copies name two keys makes both suspect
+                F.explode(F.array_compact(F.array("ek_min", "ek_max"))).alias("key_h"),
+                "ev_held",
+                (F.col("v_differ") | F.col("ek_max").isNotNull()).alias("differ"),
+            )
+            .groupBy("ltopic", "key_h")
+            .agg(
+                F.bit_or("ev_held").alias("held"),
+                F.bit_and("ev_held").alias("every"),
+                F.bool_or("differ").alias("differ"),
+            )
+        )
+        absent = _lookup(wanted, F.col("ltopic")).bitwiseAND(F.bitwise_not(F.col("held")))
+        return per_key.filter(
+            F.col("differ") | (F.col("held") != F.col("every")) | (absent != 0)
+        ).select("ltopic", "key_h")
+
+    return transform
+
+
+def absent_from(topic_dcs: Mapping[str, Sequence[str]], suspect_events: Any) -> Any:
+    """``ltopic, key, absent_in``: the DCs that should hold the topic and hold none of the
+    key's events (sorted), from the suspect keys' events."""
+    from pyspark.sql import functions as F
+
+    if not topic_dcs:
+        wanted = F.array().cast("array<string>")
+    else:
+        pairs = [
+            x
+            for t, ds in sorted(topic_dcs.items())
+            for x in (F.lit(t), F.array(*[F.lit(d) for d in sorted(ds)]))
+        ]
+        wanted = F.coalesce(F.create_map(*pairs)[F.col("ltopic")], F.array().cast("array<string>"))
+    return (
+        suspect_events.groupBy("ltopic", "key")
+        .agg(F.collect_set("dc").alias("_in"))
+        .select("ltopic", "key", F.array_except(wanted, F.col("_in")).alias("absent_in"))
+    )
+
+
 def conflicting(suspect_events: Any) -> Any:
     """``ltopic, key, conflicting``: whether one event id of the key has different values in
     different DCs (a forged or corrupted copy). For the suspect keys' events only."""
@@ -147,27 +209,35 @@ def divergent(
     topic_dcs: Mapping[str, Sequence[str]],
     with_values: Callable[[Any], Any],
     keep: Callable[[Any, str], Any] | None = None,
+    suspect: Any = None,
 ) -> Callable[[Any], Any]:
     """Normalised records -> divergent keys. ``topic_dcs``: logical topic -> the DCs that should
     hold it. ``with_values``: positions (``dc, topic, partition, offset`` plus columns to keep)
     -> the same rows with ``value`` and ``headers`` (read back by the job). ``keep(df, name)``:
     stores the suspect keys and returns them read back (the job writes a small Parquet file),
     so the digests are computed once and the events are joined with a small, known table
-    (broadcast, no shuffle of every event); without it the plan recomputes them. Rows:
+    (broadcast, no shuffle of every event); without it the plan recomputes them.
+    ``suspect``: the suspect keys (``ltopic, key_h``, from :func:`suspect_keys`) when the job
+    computed them with its presence aggregation; else the digests of :func:`suspects`. Rows:
     ``ltopic, key, hashes`` (DC -> state hash), ``absent_in``, ``reason``."""
     from pyspark.sql import functions as F
 
     def transform(df: Any) -> Any:
         evs = events(df)
-        sus = evs.transform(suspects(topic_dcs)).select("ltopic", "key", "absent_in")
+        if suspect is None:
+            on = ["ltopic", "key"]
+            few = evs.transform(suspects(topic_dcs)).select(*on)
+        else:
+            on = ["ltopic", "key_h"]
+            few = suspect.select(*on)
+            evs = evs.withColumn("key_h", F.xxhash64("key"))
         if keep is not None:
-            sus = keep(sus, "suspects")
-        # few keys are suspect as a rule: joined by broadcast, every event stays where it is
-        few = sus.select("ltopic", "key")
-        if keep is not None:
-            few = F.broadcast(few)
-        suspect_events = evs.join(few, ["ltopic", "key"], "left_semi")
-        sus = sus.join(conflicting(suspect_events), ["ltopic", "key"])
+            # few keys are suspect as a rule: joined by broadcast, every event stays put
+            few = F.broadcast(keep(few, "suspects"))
+        suspect_events = evs.join(few, on, "left_semi")
+        sus = conflicting(suspect_events).join(
+            absent_from(topic_dcs, suspect_events), ["ltopic", "key"]
+        )
         positions = suspect_events.select(
             "dc", "topic", "partition", "offset", "ltopic", "resolver", "key"
         )

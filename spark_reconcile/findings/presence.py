@@ -22,6 +22,8 @@ MAX_DCS = 62
 """DCs one bitmask (a signed 64-bit long) can name."""
 
 FLAGGED_COLUMNS = ("ltopic", "rid", "held", "lacking", "maybe_duplicated")
+EVENT_COLUMNS = ("ek_min", "ek_max", "ev_held", "v_differ")
+"""What :func:`ids` adds per event id for ``divergent`` (:func:`~.divergent.suspect_keys`)."""
 
 
 def dc_bits(dcs: Iterable[str]) -> dict[str, int]:
@@ -69,40 +71,95 @@ def counts_as_copy() -> Any:
     return F.col("in_window") & F.col("prov_error").isNull() & ~is_looped()
 
 
-def presence(dcs: Sequence[str], expected: Iterable[tuple[str, str, str]]) -> Callable[[Any], Any]:
-    """Normalised records -> the flagged record ids: ``ltopic, rid, held`` (bitmask of
-    :func:`dc_bits` of the DCs holding a row with that id, any row), ``lacking`` (an origin
-    record of the id is absent from a DC that should hold it) and ``maybe_duplicated`` (more
-    counted rows than DCs holding them: a candidate, re-counted exactly by ``duplicated``).
-    ``expected``: ``(origin, ltopic, target)``."""
+def is_event() -> Any:
+    """A decodable event in the window with well-formed provenance: what ``divergent``
+    compares between DCs."""
+    from pyspark.sql import functions as F
+
+    return (
+        F.col("in_window")
+        & F.col("resolver").isNotNull()
+        & F.col("event_error").isNull()
+        & F.col("prov_error").isNull()
+    )
+
+
+def ids(dcs: Sequence[str], expected: Iterable[tuple[str, str, str]]) -> Callable[[Any], Any]:
+    """Normalised records -> one row per record id that is flagged or is an event: the
+    columns of :func:`presence` (``rid`` only where flagged, else null) and, for ``divergent``,
+    per event id: ``ek_min`` / ``ek_max`` (the 64-bit hash of its event key; ``ek_max`` only
+    when copies name another key), ``ev_held`` (bitmask of the DCs holding it as an event, 0
+    for non-events) and ``v_differ`` (its copies' values differ). One aggregation on (logical
+    topic, record id) serves missing, duplicated and divergent's suspects (an event's record
+    id is its event id), so every record is shuffled once for the three."""
     from pyspark.sql import functions as F
 
     bits = dc_bits(dcs)
     wanted = {f"{o}\x00{t}": m for (o, t), m in wanted_masks(expected, bits).items()}
+    zero = F.lit(0).cast("long")
 
     def transform(df: Any) -> Any:
         bit = _lookup(bits, F.col("dc"))
         need = F.when(
             is_origin_record(),
             _lookup(wanted, F.concat(F.col("origin"), F.lit("\x00"), F.col("ltopic"))),
-        ).otherwise(F.lit(0).cast("long"))
+        ).otherwise(zero)
         counted = counts_as_copy()
+        event = is_event()
         per_id = df.groupBy("ltopic", "rid").agg(
             F.bit_or(bit).alias("held"),
             F.bit_or(need).alias("need"),
             F.count_if(counted).alias("counted"),
-            F.bit_or(F.when(counted, bit).otherwise(F.lit(0).cast("long"))).alias("counted_in"),
+            F.bit_or(F.when(counted, bit).otherwise(zero)).alias("counted_in"),
+            # the key's 64-bit hash: string buffers would make Spark fall back from its
+            # fixed-width hash aggregation
+            F.min(F.when(event, F.xxhash64("event_key"))).alias("ek_min"),
+            F.max(F.when(event, F.xxhash64("event_key"))).alias("ek_max"),
+            F.bit_or(F.when(event, bit).otherwise(zero)).alias("ev_held"),
+            F.min(F.when(event, F.col("vhash"))).alias("v_min"),
+            F.max(F.when(event, F.col("vhash"))).alias("v_max"),
         )
         lacking = F.col("need").bitwiseAND(F.bitwise_not(F.col("held"))) != 0
         # a DC outside ``dcs`` has no bit: its rows make a candidate, which the exact
         # re-count clears
         maybe_dup = F.col("counted") > F.bit_count(F.col("counted_in"))
+        flagged = F.col("lacking") | F.col("maybe_duplicated")
         return (
             per_id.withColumn("lacking", lacking)
             .withColumn("maybe_duplicated", maybe_dup)
-            .filter(F.col("lacking") | F.col("maybe_duplicated"))
-            .select(*FLAGGED_COLUMNS)
+            .filter(flagged | (F.col("ev_held") != 0))
+            .select(
+                "ltopic",
+                F.when(flagged, F.col("rid")).alias("rid"),
+                "held",
+                "lacking",
+                "maybe_duplicated",
+                "ek_min",
+                F.when(F.col("ek_max") != F.col("ek_min"), F.col("ek_max")).alias("ek_max"),
+                "ev_held",
+                (F.col("v_min") != F.col("v_max")).alias("v_differ"),
+            )
         )
+
+    return transform
+
+
+def flagged_only(ids_rows: Any) -> Any:
+    """:func:`ids` rows -> :func:`presence` rows."""
+    from pyspark.sql import functions as F
+
+    return ids_rows.filter(F.col("lacking") | F.col("maybe_duplicated")).select(*FLAGGED_COLUMNS)
+
+
+def presence(dcs: Sequence[str], expected: Iterable[tuple[str, str, str]]) -> Callable[[Any], Any]:
+    """Normalised records -> the flagged record ids: ``ltopic, rid, held`` (bitmask of
+    :func:`dc_bits` of the DCs holding a row with that id, any row), ``lacking`` (an origin
+    record of the id is absent from a DC that should hold it) and ``maybe_duplicated`` (more
+    counted rows than DCs holding them: a candidate, re-counted exactly by ``duplicated``).
+    ``expected``: ``(origin, ltopic, target)``."""
+
+    def transform(df: Any) -> Any:
+        return df.transform(ids(dcs, expected)).transform(flagged_only)
 
     return transform
 
@@ -122,8 +179,13 @@ class Flagged:
         return (bit != 0) & (F.col("held").bitwiseAND(bit) != 0)
 
 
+def flag_dcs(dcs: Iterable[str], expected: Iterable[tuple[str, str, str]]) -> tuple[str, ...]:
+    """The DCs one run's bitmasks name: ``dcs`` and every DC ``expected`` names."""
+    return tuple(sorted({*dcs, *(o for o, _, _ in expected), *(t for _, _, t in expected)}))
+
+
 def flag(df: Any, dcs: Iterable[str], expected: Iterable[tuple[str, str, str]]) -> Flagged:
     """:func:`presence` of ``df`` over ``dcs`` (and every DC ``expected`` names)."""
     rows = list(expected)
-    names = tuple(sorted({*dcs, *(o for o, _, _ in rows), *(t for _, _, t in rows)}))
+    names = flag_dcs(dcs, rows)
     return Flagged(names, df.transform(presence(names, rows)))

@@ -10,7 +10,9 @@ import pytest
 from pyspark.testing import assertDataFrameEqual
 
 from spark_reconcile import findings
-from spark_reconcile.findings.presence import flag
+from spark_reconcile.events import event_value
+from spark_reconcile.findings.divergent import suspect_keys
+from spark_reconcile.findings.presence import flag, ids
 from spark_reconcile.frames import literal_frame
 from spark_reconcile.records import normalise
 from spark_reconcile.source import raw_schema
@@ -37,7 +39,10 @@ def _normalised(spark: Any, orders: dict[str, list[Row]], users: dict[str, list[
 def _all(spark: Any, df: Any) -> dict[str, Any]:
     expected = _expected(spark)
     # the job's path: one presence aggregation shared by missing and duplicated
-    flagged = flag(df, DCS, [tuple(r) for r in expected.collect()])
+    flows = [tuple(r) for r in expected.collect()]
+    flagged = flag(df, DCS, flows)
+    # the job's path for divergent: suspect keys from the same per-id aggregation
+    suspect = df.transform(ids(DCS, flows)).transform(suspect_keys({"users": DCS}, DCS))
     return {
         "missing": df.transform(findings.missing(expected, flagged=flagged)),
         "missing_alone": df.transform(findings.missing(expected)),
@@ -46,6 +51,9 @@ def _all(spark: Any, df: Any) -> dict[str, Any]:
         "looped": df.transform(findings.looped),
         "malformed": df.transform(findings.malformed),
         "divergent": df.transform(findings.divergent({"users": DCS}, findings.values_from(df))),
+        "divergent_by_ids": df.transform(
+            findings.divergent({"users": DCS}, findings.values_from(df), suspect=suspect)
+        ),
         "incomplete": df.transform(findings.completeness(expected)).filter("missing > 0"),
     }
 
@@ -120,9 +128,12 @@ def test_each_fault_is_found_by_its_finding_only(spark: Any) -> None:
         out["malformed"].select("dc", "ltopic", "kind"),
         [("NYC", "orders", "provenance")] + [(dc, "users", "event") for dc in DCS],
     )
-    div = out["divergent"].collect()
-    assert [(r.ltopic, r.key, r.absent_in) for r in div] == [("users", "k1", [])]
-    assert div[0].hashes["LON"] == div[0].hashes["NYC"] != div[0].hashes["SF"]
+    for name in ("divergent", "divergent_by_ids"):
+        div = out[name].collect()
+        assert [(r.ltopic, r.key, r.absent_in, r.reason) for r in div] == [
+            ("users", "k1", [], "conflicting copies")
+        ], name
+        assert div[0].hashes["LON"] == div[0].hashes["NYC"] != div[0].hashes["SF"]
     assertDataFrameEqual(
         out["incomplete"].select("ltopic", "origin", "dc", "missing"),
         [("orders", "SF", "NYC", 1)],
@@ -286,3 +297,22 @@ def test_literal_frame_builds_small_tables_in_the_jvm(spark: Any) -> None:
     assert none.dtypes == [("origin", "string"), ("committed", "bigint"), ("empty", "boolean")]
     with pytest.raises(ValueError, match="has 2 values"):
         literal_frame(spark, [("SF", 1)], schema)
+
+
+def test_divergent_suspects_from_the_presence_aggregation_match_the_digests(spark: Any) -> None:
+    """The job takes divergent's suspect keys from presence's per-id aggregation (one shuffle
+    of every record for missing, duplicated and divergent); the findings are the digests'."""
+    users = mesh(DCS, "users", 8, events=True)
+    # NYC lacks LON's event 5, k1's LWW winner: k1 differs there by an absent event
+    at = next(n for n, r in enumerate(users["NYC"]) if ("aa-src", b"LON/users/0/5") in r.headers)
+    users["NYC"].pop(at)
+    # k9 is only in SF (its copies never left): absent from NYC and LON
+    users["SF"].append(Row(b"k9", event_value("k9", (T0 + 50_000, 0, "SF"), {"i": 9}), (), T0))
+    df = _normalised(spark, mesh(DCS, "orders", 2), users)
+    out = _all(spark, df)
+    for name in ("divergent", "divergent_by_ids"):
+        rows = sorted((r.key, r.absent_in, r.reason) for r in out[name].collect())
+        assert rows == [
+            ("k1", [], "absent events"),
+            ("k9", ["LON", "NYC"], "absent events"),
+        ], name
