@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -162,6 +163,7 @@ async def _export_lag(
                 }
                 metrics.committed_lag.labels(**labels).set(r.records)
                 metrics.lag_seconds.labels(**labels).set(r.seconds or 0.0)
+            metrics.lag_read_at.labels(source=flow.source, target=flow.target).set(time.time())
         if failed:
             first_name, first = failed[0]
             raise LagExportError(f"lag of {first_name} could not be read: {first!r}") from first

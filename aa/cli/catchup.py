@@ -3,7 +3,8 @@ time left, logged while a flow is behind (``catching_up``, then ``caught_up`` on
 `/healthz` under ``catch_up`` (which `aa status` displays).
 
 It reads the process's own metrics (records copied, committed lag exported by the lag loop), so
-it adds no Kafka request."""
+it adds no Kafka request. While the lag loop cannot read (the source DC is down), the lag gauge
+keeps its last value: the line then carries ``lag_stale_s`` (how old the figure is) and no ETA."""
 
 from __future__ import annotations
 
@@ -24,13 +25,18 @@ log = get_logger("aa.run")
 
 @dataclass(slots=True)
 class CatchUp:
-    """Pure: fed ``(now, {flow: {"records": n, "lag_records": m}})`` samples, it keeps each
-    flow's rate (records per second between the last two samples) and ETA."""
+    """Pure: fed ``(now, {flow: {"records": n, "lag_records": m, "lag_read_at": t}})``
+    samples, it keeps each flow's rate (records per second between the last two samples) and
+    ETA. A lag read older than ``stale_after_s`` (wall clock ``wall`` against the metric's
+    ``lag_read_at``) is reported as stale, with no ETA computed from it."""
 
+    stale_after_s: float | None = None
     flows: dict[str, dict[str, float | None]] = field(default_factory=dict)
     _last: dict[str, tuple[float, float]] = field(default_factory=dict)
 
-    def sample(self, now: float, metrics: dict[str, dict[str, float]]) -> list[dict[str, Any]]:
+    def sample(
+        self, now: float, metrics: dict[str, dict[str, float]], *, wall: float | None = None
+    ) -> list[dict[str, Any]]:
         """Update; return the log events to emit (one per flow behind or just caught up)."""
         events = []
         for name, m in metrics.items():
@@ -43,24 +49,35 @@ class CatchUp:
             rate = None
             if prev is not None and now > prev[0]:
                 rate = max(0.0, (records - prev[1]) / (now - prev[0]))
+            stale = self._staleness(m.get("lag_read_at"), wall)
             eta = None
-            if remaining and rate:
+            if remaining and rate and stale is None:
                 eta = remaining / rate
             was = self.flows.get(name, {}).get("remaining")
             self.flows[name] = {"remaining": remaining, "rate": rate, "eta_s": eta}
+            if stale is not None:
+                self.flows[name]["lag_stale_s"] = stale
             if remaining:
-                events.append(
-                    {
-                        "event": "catching_up",
-                        "flow": name,
-                        "remaining": int(remaining),
-                        "rate": None if rate is None else round(rate, 1),
-                        "eta_s": None if eta is None else round(eta, 1),
-                    }
-                )
+                event = {
+                    "event": "catching_up",
+                    "flow": name,
+                    "remaining": int(remaining),
+                    "rate": None if rate is None else round(rate, 1),
+                    "eta_s": None if eta is None else round(eta, 1),
+                }
+                if stale is not None:
+                    event["lag_stale_s"] = stale
+                events.append(event)
             elif was:
                 events.append({"event": "caught_up", "flow": name})
         return events
+
+    def _staleness(self, read_at: float | None, wall: float | None) -> float | None:
+        """Seconds since the lag was last read, when that is longer than ``stale_after_s``."""
+        if self.stale_after_s is None or read_at is None or wall is None:
+            return None
+        age = round(wall - read_at, 1)
+        return age if age > self.stale_after_s else None
 
 
 def catch_up_task(
@@ -69,7 +86,7 @@ def catch_up_task(
     async def run(stop: asyncio.Event) -> None:
         while not stop.is_set():
             page = metrics.render().decode()
-            for e in tracker.sample(time.monotonic(), flow_metrics(page)):
+            for e in tracker.sample(time.monotonic(), flow_metrics(page), wall=time.time()):
                 name = e.pop("event")
                 log.info(name, **e)
             with contextlib.suppress(TimeoutError):

@@ -8,7 +8,7 @@ import signal
 from pathlib import Path
 from typing import Any
 
-from aa.background import BackgroundTask, background_tasks
+from aa.background import LAG_READ_SLACK_S, BackgroundTask, background_tasks
 from aa.cli.catchup import CatchUp, catch_up_task
 from aa.config import load_config
 from aa.config.client import preflight
@@ -84,7 +84,9 @@ async def serve(
     metrics = Metrics()
     supervisor = Supervisor(flows, metrics, shutdown_timeout_s=shutdown_timeout)
     supervisor.extra_tasks += background_tasks(topology, flows, metrics)
-    tracker = CatchUp()
+    # a lag read ends within interval + slack; two missed in a row make the figure stale
+    lag_every = topology.metrics.lag_interval_s
+    tracker = CatchUp(stale_after_s=2 * lag_every + LAG_READ_SLACK_S)
     supervisor.extra_tasks.append(BackgroundTask("catch-up", catch_up_task(metrics, tracker)))
 
     def health() -> tuple[bool, dict[str, Any]]:

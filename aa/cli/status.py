@@ -149,6 +149,8 @@ def _num(v: float | int | None, fmt: str = "{:.1f}", unit: str = "") -> str:
 def _eta(f: Any) -> str:
     if f.lag_records == 0:
         return "caught up"
+    if f.lag_stale_s is not None:
+        return f"no lag read for {f.lag_stale_s:.0f}s"
     if f.rate and f.eta_s is not None:
         return f"{f.rate:,.0f}/s, ETA {f.eta_s:.0f}s"
     return "-"

@@ -46,6 +46,8 @@ class FlowStatus:
     """Records per second copied (catch-up), when known."""
     eta_s: float | None = None
     """Seconds until caught up at ``rate``."""
+    lag_stale_s: float | None = None
+    """Set when the process's lag figure is this many seconds old (its lag reads fail)."""
 
     @property
     def healthy(self) -> bool:
@@ -111,6 +113,7 @@ def flow_metrics(text: str) -> dict[str, dict[str, float]]:
     }
     maxes = {
         "aa_committed_lag_seconds": "lag_seconds",
+        "aa_committed_lag_read_timestamp_seconds": "lag_read_at",
         "aa_heartbeat_age_seconds": "heartbeat_age_s",
         "aa_heartbeat_latency_seconds": "heartbeat_latency_s",
     }
@@ -180,6 +183,7 @@ def build(
                 if c:
                     row.rate = c.get("rate")
                     row.eta_s = c.get("eta_s")
+                    row.lag_stale_s = c.get("lag_stale_s")
             elif reach.get(dc) is None:
                 row.state = "no process"
             if reach.get(dc) is not None and row.state == "unknown":

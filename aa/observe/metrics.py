@@ -83,6 +83,13 @@ class Metrics:
             [*topic, "partition"],
             registry=r,
         )
+        self.lag_read_at = Gauge(
+            "aa_committed_lag_read_timestamp_seconds",
+            "Unix time of the flow's last successful committed-lag read: while its source DC "
+            "is down the lag gauges keep their last value, and this tells how old it is",
+            flow,
+            registry=r,
+        )
         self.checkpoints = Counter(
             "aa_checkpoints_written", "Consumer-group checkpoints written", flow, registry=r
         )

@@ -259,3 +259,39 @@ async def test_lag_read_that_swallows_its_cancellation_still_fails_in_bounded_ti
     assert len(background._abandoned) == 1  # still referenced while it hangs
     release.set()
     await _until(lambda: not background._abandoned)
+
+
+async def test_lag_export_stamps_each_flow_it_read_and_not_the_one_whose_source_is_down(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Gauges of a flow whose lag cannot be read keep their last value; the read time exported
+    beside them is what tells a dashboard (and the catch-up line) that they are stale."""
+    from aa import background
+    from aa.config import read_yaml
+    from aa.lag import PartitionLag
+
+    class HalfDownReader:
+        def __init__(self, topology: object) -> None:
+            self.topology = topology
+
+        async def flow_lag(self, flow: object) -> list[PartitionLag]:
+            if flow.source == "LON":
+                raise KafkaConnectionError("LON is down")
+            return [PartitionLag("SF->NYC", "orders", 0, 10, 3, 1.0)]
+
+        async def close(self) -> None:
+            return None
+
+    monkeypatch.setattr(background, "LagReader", HalfDownReader)
+    topology = read_yaml(
+        "datacenters: {SF: '127.0.0.1:1', NYC: '127.0.0.1:2', LON: '127.0.0.1:3'}\n"
+        "flows: ['SF->NYC', 'LON->NYC']\n"
+    )
+    metrics = Metrics()
+    with pytest.raises(LagExportError, match="LON->NYC"):
+        await background.export_lag(
+            topology, ["SF->NYC", "LON->NYC"], metrics, asyncio.Event(), interval_s=0.05
+        )
+    page = metrics.render().decode()
+    assert 'aa_committed_lag_read_timestamp_seconds{source="SF",target="NYC"}' in page
+    assert 'source="LON"' not in page

@@ -8,7 +8,15 @@ import orjson
 import pytest
 
 from aa.cli.catchup import CatchUp
-from aa.cli.status_model import ProcessSnapshot, build, flow_metrics, histogram_quantile, problems
+from aa.cli.status import _eta
+from aa.cli.status_model import (
+    FlowStatus,
+    ProcessSnapshot,
+    build,
+    flow_metrics,
+    histogram_quantile,
+    problems,
+)
 from aa.config import load_config
 from aa.heartbeat.model import Heartbeat, HeartbeatView
 from aa.lag import PartitionLag
@@ -148,3 +156,25 @@ def test_status_shows_a_long_last_error_whole_not_cut_mid_word(tmp_path: Path) -
     shown = " ".join(console.export_text().replace("│", " ").split())
     for words in (error.split(), task_error.split()):
         assert all(w in shown for w in words), shown
+
+
+def test_catch_up_during_a_source_outage_says_its_figures_are_stale() -> None:
+    """With the source DC down the lag loop cannot read, so the committed-lag gauge keeps its
+    last value: the catch-up line used to repeat it (``remaining=1000 rate=0.0``) every 10 s as
+    if it were current. It must say how old the figure is, and give no ETA from it."""
+    m = Metrics()
+    labels = {"source": "SF", "target": "NYC", "topic": "orders", "partition": "0"}
+    m.committed_lag.labels(**labels).set(1000)
+    m.lag_read_at.labels(source="SF", target="NYC").set(1_000.0)
+    m.records.labels(source="SF", target="NYC", topic="orders").inc(500)
+    page = flow_metrics(m.render().decode())
+    assert page["SF->NYC"]["lag_read_at"] == 1_000.0
+
+    t = CatchUp(stale_after_s=35.0)
+    [fresh] = t.sample(0.0, page, wall=1_010.0)
+    assert "lag_stale_s" not in fresh
+    [stale] = t.sample(10.0, page, wall=1_060.0)  # the last read is 60 s old
+    assert (stale["remaining"], stale["lag_stale_s"], stale["eta_s"]) == (1000, 60.0, None)
+    assert t.flows["SF->NYC"]["lag_stale_s"] == 60.0  # /healthz and `aa status` see it too
+    row = FlowStatus("SF->NYC", "SF", "NYC", lag_records=1000, rate=50.0, lag_stale_s=60.0)
+    assert _eta(row) == "no lag read for 60s"
