@@ -45,7 +45,8 @@ async def _copied(
     if settings.delivery == "exactly-once":
         if stored is not None:
             return await stored.refresh()
-        return await stored_offsets(settings)
+        offsets, _ = await stored_offsets(settings)
+        return offsets
     return await group_offsets(settings.source_client, settings.group_id)
 
 

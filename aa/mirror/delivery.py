@@ -17,6 +17,7 @@ Record counts are published when the delivery says the copies are durable: on ac
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -40,6 +41,7 @@ class FlowClients:
     target_admin: ClusterAdmin
     syncs: OffsetSyncWriter | None
     log: Any
+    source_admin: ClusterAdmin | None = None
 
 
 class Delivery(Protocol):
@@ -64,6 +66,11 @@ class Delivery(Protocol):
         ...
 
     async def before_forward(self) -> None: ...
+
+    async def watch(self, stop: asyncio.Event) -> None:
+        """Runs beside the flow until ``stop``; raising fails the run (exactly-once: a source
+        topic recreated under it). May return at once."""
+        ...
 
     def commit_due(self) -> bool:
         """Whether the flow should drain now, so that :meth:`commit` with ``final`` runs."""
@@ -111,6 +118,9 @@ class AtLeastOnce:
 
     async def before_forward(self) -> None:
         return None
+
+    async def watch(self, stop: asyncio.Event) -> None:
+        return None  # the broker drops a deleted topic's group offsets with it
 
     def commit_due(self) -> bool:
         return False

@@ -8,11 +8,18 @@ producer (which fences any older instance with the same transactional id and abo
 transaction), then reads the stored offsets with ``read_committed`` and resumes from them; the
 source consumer has no group, so every partition is assigned to this one process. Consumers of
 the target read with ``isolation_level="read_committed"``.
+
+Each stored offset carries the source topic's id. A topic deleted and created again under the
+same name has a new id and offsets from 0 again: positions stored for the old one are dropped
+at start (``source_topic_recreated``), and a running flow that sees the id change (checked every
+topic-sync interval, :meth:`ExactlyOnce.watch`) aborts its transaction and restarts, so none of
+the new records is skipped as "already copied".
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -28,6 +35,7 @@ from aa.mirror.settings import FlowSettings
 from aa.offsets.groups import group_offsets
 from aa.offsets.writer import COMPACTED_INTERNAL_CONFIGS, ensure_internal_topic
 from aa.tail import TopicReader
+from aa.topic_ids import topic_ids
 
 OFFSETS_TOPIC_CONFIGS = dict(COMPACTED_INTERNAL_CONFIGS)
 """One record per source partition after compaction; segments roll every 10 minutes or 1 MiB
@@ -39,15 +47,22 @@ def offset_key(tp: TopicPartition) -> bytes:
 
 
 def parse_offsets(
-    records: Iterable[Any], into: dict[TopicPartition, int] | None = None
+    records: Iterable[Any],
+    into: dict[TopicPartition, int] | None = None,
+    ids: dict[TopicPartition, str | None] | None = None,
 ) -> dict[TopicPartition, int]:
-    """The newest stored offset per source partition (updating ``into`` when given)."""
+    """The newest stored offset per source partition (updating ``into`` when given), and in
+    ``ids`` the source topic id stored with it (``None`` in records written before ids were)."""
     out: dict[TopicPartition, int] = {} if into is None else into
     for r in records:
         if r.key is None or r.value is None:
             continue
         topic, _, part = r.key.decode().rpartition("/")
-        out[TopicPartition(topic, int(part))] = int(orjson.loads(r.value)["offset"])
+        tp = TopicPartition(topic, int(part))
+        value = orjson.loads(r.value)
+        out[tp] = int(value["offset"])
+        if ids is not None:
+            ids[tp] = value.get("topic_id")
     return out
 
 
@@ -60,12 +75,13 @@ class StoredOffsets:
         self.topic = settings.eos_offsets_topic
         self._reader = TopicReader(self.topic, settings.target_client)
         self.offsets: dict[TopicPartition, int] = {}
+        self.ids: dict[TopicPartition, str | None] = {}
         self.records_read = 0
 
     async def refresh(self) -> dict[TopicPartition, int]:
         await self._reader.start()
         self.records_read += await self._reader.catch_up_each(
-            lambda records: parse_offsets(records, self.offsets)
+            lambda records: parse_offsets(records, self.offsets, self.ids)
         )
         return dict(self.offsets)
 
@@ -79,10 +95,26 @@ class StoredOffsets:
         await self.close()
 
 
-async def stored_offsets(settings: FlowSettings) -> dict[TopicPartition, int]:
-    """The source offsets an exactly-once flow has committed on its target."""
+async def stored_offsets(
+    settings: FlowSettings,
+) -> tuple[dict[TopicPartition, int], dict[TopicPartition, str | None]]:
+    """The source offsets an exactly-once flow has committed on its target, and the source
+    topic id stored with each."""
     async with StoredOffsets(settings) as stored:
-        return await stored.refresh()
+        return await stored.refresh(), dict(stored.ids)
+
+
+def recreated(
+    stored: Mapping[TopicPartition, str | None], current: Mapping[str, str]
+) -> dict[str, str]:
+    """Topics whose stored positions belong to an older incarnation: topic -> the stored id
+    (a position with no stored id, written before ids were, is believed)."""
+    out = {}
+    for tp, tid in stored.items():
+        now = current.get(tp.topic)
+        if tid is not None and now is not None and tid != now:
+            out[tp.topic] = tid
+    return out
 
 
 def is_fenced(exc: BaseException) -> bool:
@@ -120,6 +152,8 @@ class ExactlyOnce:
         self._dirty = False
         self._last = time.monotonic()
         self._clients: FlowClients | None = None
+        self._ids: dict[str, str] = {}
+        """Source topic -> the id of the incarnation the positions in ``_next`` belong to."""
         self.transactions = 0
 
     def group_id(self) -> str | None:
@@ -147,7 +181,24 @@ class ExactlyOnce:
         # so the offsets read below are final.
         await self._guard(clients.producer.begin_transaction())
         self._open, self._dirty = True, False
-        stored = await stored_offsets(s)
+        stored, stored_ids = await stored_offsets(s)
+        self._ids = await self._source_ids({tp.topic for tp in stored})
+        for topic, old in recreated(stored_ids, self._ids).items():
+            dropped = {tp: o for tp, o in stored.items() if tp.topic == topic}
+            for tp in dropped:
+                del stored[tp]
+            clients.log.warning(
+                "source_topic_recreated",
+                topic=topic,
+                stored_id=old,
+                topic_id=self._ids[topic],
+                dropped_positions=sum(dropped.values()),
+                detail=(
+                    f"{topic} in {s.source} was deleted and created again since {s.name} "
+                    f"stored its positions; its offsets start again, so it is copied from "
+                    "its beginning"
+                ),
+            )
         # A flow switched from at-least-once starts where its source group left off, not at the
         # beginning: the group only ever commits acknowledged copies, so the larger of the two
         # is never ahead of the copy.
@@ -193,12 +244,14 @@ class ExactlyOnce:
         ready = self._not_behind(ready)
         if not self._dirty and not ready:
             return True
+        await self._stamp_new(ready)
         clients = self.clients
         producer = clients.producer
         topic = self._settings.eos_offsets_topic
         sends = []
+        ts = int(time.time() * 1000)
         for tp, offset in ready.items():
-            value = orjson.dumps({"offset": offset, "ts": int(time.time() * 1000)})
+            value = orjson.dumps({"offset": offset, "ts": ts, "topic_id": self._ids.get(tp.topic)})
             sends.append(await self._guard(producer.send(topic, value, offset_key(tp))))
         # Every write of the transaction must be acknowledged before it commits: aiokafka
         # commits a transaction even when one of its sends failed.
@@ -236,6 +289,55 @@ class ExactlyOnce:
                 out[tp] = offset
                 self._next[tp] = offset
         return out
+
+    async def _source_ids(self, topics: set[str]) -> dict[str, str]:
+        admin = self.clients.source_admin
+        if admin is None or not topics:
+            return {}
+        try:
+            return await topic_ids(admin.raw, topics)
+        except KafkaError as exc:
+            raise FlowError(
+                f"{self._settings.name}: could not read the ids of its source topics from "
+                f"{self._settings.source}: {exc!r}",
+                kind="source-metadata",
+                retriable=True,
+            ) from exc
+
+    async def _stamp_new(self, ready: Mapping[TopicPartition, int]) -> None:
+        """Learn the id of topics first committed now (stored with their offsets). If the
+        source does not answer, they are stored without one and asked again next time."""
+        new = {tp.topic for tp in ready} - self._ids.keys()
+        if new:
+            with contextlib.suppress(FlowError):
+                self._ids.update(await self._source_ids(new))
+
+    async def watch(self, stop: asyncio.Event) -> None:
+        """Every topic-sync interval until ``stop``: fail the run (retriable: the open
+        transaction is aborted and the flow restarts) when a source topic now has another id.
+        Positions of the new incarnation must not be stored as the old one's, and the old
+        one's must not make the new one's records look copied. A source that does not answer
+        is asked again next interval (the fetches notice a DC down)."""
+        every = self._settings.topic_sync_interval_s
+        while not stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), every)
+            if stop.is_set() or not self._ids:
+                continue
+            try:
+                current = await self._source_ids(set(self._ids))
+            except FlowError:
+                continue
+            changed = sorted(t for t, i in self._ids.items() if current.get(t, i) != i)
+            if changed:
+                raise FlowError(
+                    f"{self._settings.name}: source topic {changed[0]} was deleted and "
+                    f"created again in {self._settings.source} while copying; the open "
+                    "transaction is aborted and the flow restarts to copy it from its "
+                    "beginning",
+                    kind="source-topic-recreated",
+                    retriable=True,
+                )
 
     def refusal(self, exc: BaseException) -> FlowError | None:
         return self.fenced(exc) if is_fenced(exc) else None

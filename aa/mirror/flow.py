@@ -158,7 +158,9 @@ class MirrorFlow:
             )
             await started(consumer)
             stack.push_async_callback(consumer.stop)
-            clients = FlowClients(producer, consumer, target_admin, self.syncs, self.log)
+            clients = FlowClients(
+                producer, consumer, target_admin, self.syncs, self.log, source_admin
+            )
             await self.delivery.start(clients)
             self._wire(StageContext(s, self.router, self.metrics, self.delivery, clients), topics)
             listener = RevokeListener(self) if group is not None else None
@@ -175,6 +177,7 @@ class MirrorFlow:
                 async with asyncio.TaskGroup() as tg:
                     assert self._committer is not None
                     self._committer.task = tg.create_task(self._committer.loop())
+                    tg.create_task(self.delivery.watch(stop))
                     if s.topic_sync:
                         assert self._placement is not None
                         tg.create_task(self._placement.sync_loop(stop, self.metrics))

@@ -47,7 +47,7 @@ async def test_eos_flow_resumes_from_offsets_stored_on_target(
     await produce(sf, topic, [Rec(b"k", f"{i}".encode(), partition=i % 3) for i in range(1500)])
     async with running_flow(settings, router):
         await consume_all(nyc, topic, count=1500, timeout=60, isolation_level="read_committed")
-    stored = await stored_offsets(settings)
+    stored, _ = await stored_offsets(settings)
     assert {tp.partition: o for tp, o in stored.items() if tp.topic == topic} == {
         0: 500,
         1: 500,
