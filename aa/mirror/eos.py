@@ -12,14 +12,13 @@ the target read with ``isolation_level="read_committed"``.
 Each stored offset carries the source topic's id. A topic deleted and created again under the
 same name has a new id and offsets from 0 again: positions stored for the old one are dropped
 at start (``source_topic_recreated``), and a running flow that sees the id change (checked every
-topic-sync interval, :meth:`ExactlyOnce.watch`) aborts its transaction and restarts, so none of
-the new records is skipped as "already copied".
+topic-sync interval, :class:`aa.mirror.incarnations.Incarnations`) aborts its transaction and
+restarts, so none of the new records is skipped as "already copied".
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -30,12 +29,12 @@ from aiokafka.errors import InvalidProducerEpoch, KafkaError, ProducerFenced, Un
 
 from aa.mirror.delivery import FlowClients
 from aa.mirror.errors import FlowError
+from aa.mirror.incarnations import Incarnations
 from aa.mirror.pending import Batch
 from aa.mirror.settings import FlowSettings
 from aa.offsets.groups import group_offsets
 from aa.offsets.writer import COMPACTED_INTERNAL_CONFIGS, ensure_internal_topic
 from aa.tail import TopicReader
-from aa.topic_ids import topic_ids
 
 OFFSETS_TOPIC_CONFIGS = dict(COMPACTED_INTERNAL_CONFIGS)
 """One record per source partition after compaction; segments roll every 10 minutes or 1 MiB
@@ -104,19 +103,6 @@ async def stored_offsets(
         return await stored.refresh(), dict(stored.ids)
 
 
-def recreated(
-    stored: Mapping[TopicPartition, str | None], current: Mapping[str, str]
-) -> dict[str, str]:
-    """Topics whose stored positions belong to an older incarnation: topic -> the stored id
-    (a position with no stored id, written before ids were, is believed)."""
-    out = {}
-    for tp, tid in stored.items():
-        now = current.get(tp.topic)
-        if tid is not None and now is not None and tid != now:
-            out[tp.topic] = tid
-    return out
-
-
 def is_fenced(exc: BaseException) -> bool:
     """Whether a transactional producer's error means another instance fenced it.
 
@@ -152,8 +138,8 @@ class ExactlyOnce:
         self._dirty = False
         self._last = time.monotonic()
         self._clients: FlowClients | None = None
-        self._ids: dict[str, str] = {}
-        """Source topic -> the id of the incarnation the positions in ``_next`` belong to."""
+        self._ids: Incarnations | None = None
+        """The source topics' ids: the incarnation the positions in ``_next`` belong to."""
         self.transactions = 0
 
     def group_id(self) -> str | None:
@@ -182,8 +168,8 @@ class ExactlyOnce:
         await self._guard(clients.producer.begin_transaction())
         self._open, self._dirty = True, False
         stored, stored_ids = await stored_offsets(s)
-        self._ids = await self._source_ids({tp.topic for tp in stored})
-        for topic, old in recreated(stored_ids, self._ids).items():
+        ids = self._ids = Incarnations(s, clients.source_admin)
+        for topic, old in (await ids.recreated(stored_ids)).items():
             dropped = {tp: o for tp, o in stored.items() if tp.topic == topic}
             for tp in dropped:
                 del stored[tp]
@@ -191,7 +177,7 @@ class ExactlyOnce:
                 "source_topic_recreated",
                 topic=topic,
                 stored_id=old,
-                topic_id=self._ids[topic],
+                topic_id=ids.id(topic),
                 dropped_positions=sum(dropped.values()),
                 detail=(
                     f"{topic} in {s.source} was deleted and created again since {s.name} "
@@ -244,14 +230,16 @@ class ExactlyOnce:
         ready = self._not_behind(ready)
         if not self._dirty and not ready:
             return True
-        await self._stamp_new(ready)
+        ids = self._ids
+        assert ids is not None  # started
+        await ids.learn({tp.topic for tp in ready})
         clients = self.clients
         producer = clients.producer
         topic = self._settings.eos_offsets_topic
         sends = []
         ts = int(time.time() * 1000)
         for tp, offset in ready.items():
-            value = orjson.dumps({"offset": offset, "ts": ts, "topic_id": self._ids.get(tp.topic)})
+            value = orjson.dumps({"offset": offset, "ts": ts, "topic_id": ids.id(tp.topic)})
             sends.append(await self._guard(producer.send(topic, value, offset_key(tp))))
         # Every write of the transaction must be acknowledged before it commits: aiokafka
         # commits a transaction even when one of its sends failed.
@@ -290,54 +278,9 @@ class ExactlyOnce:
                 self._next[tp] = offset
         return out
 
-    async def _source_ids(self, topics: set[str]) -> dict[str, str]:
-        admin = self.clients.source_admin
-        if admin is None or not topics:
-            return {}
-        try:
-            return await topic_ids(admin.raw, topics)
-        except KafkaError as exc:
-            raise FlowError(
-                f"{self._settings.name}: could not read the ids of its source topics from "
-                f"{self._settings.source}: {exc!r}",
-                kind="source-metadata",
-                retriable=True,
-            ) from exc
-
-    async def _stamp_new(self, ready: Mapping[TopicPartition, int]) -> None:
-        """Learn the id of topics first committed now (stored with their offsets). If the
-        source does not answer, they are stored without one and asked again next time."""
-        new = {tp.topic for tp in ready} - self._ids.keys()
-        if new:
-            with contextlib.suppress(FlowError):
-                self._ids.update(await self._source_ids(new))
-
     async def watch(self, stop: asyncio.Event) -> None:
-        """Every topic-sync interval until ``stop``: fail the run (retriable: the open
-        transaction is aborted and the flow restarts) when a source topic now has another id.
-        Positions of the new incarnation must not be stored as the old one's, and the old
-        one's must not make the new one's records look copied. A source that does not answer
-        is asked again next interval (the fetches notice a DC down)."""
-        every = self._settings.topic_sync_interval_s
-        while not stop.is_set():
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), every)
-            if stop.is_set() or not self._ids:
-                continue
-            try:
-                current = await self._source_ids(set(self._ids))
-            except FlowError:
-                continue
-            changed = sorted(t for t, i in self._ids.items() if current.get(t, i) != i)
-            if changed:
-                raise FlowError(
-                    f"{self._settings.name}: source topic {changed[0]} was deleted and "
-                    f"created again in {self._settings.source} while copying; the open "
-                    "transaction is aborted and the flow restarts to copy it from its "
-                    "beginning",
-                    kind="source-topic-recreated",
-                    retriable=True,
-                )
+        if self._ids is not None:
+            await self._ids.watch(stop)
 
     def refusal(self, exc: BaseException) -> FlowError | None:
         return self.fenced(exc) if is_fenced(exc) else None
