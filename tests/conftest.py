@@ -96,6 +96,8 @@ class DcCluster:
 
     name: str
     bootstrap: str
+    data_dir: Path | None = None
+    """The broker's log directory (local backend only): tests that damage a segment use it."""
 
 
 def start_local_clusters(names: tuple[str, ...], root: Path) -> list[devcluster.DevCluster]:
@@ -137,7 +139,7 @@ def dc_clusters(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, 
         root = tmp_path_factory.mktemp("aa-dev")
         specs = start_local_clusters(DCS, root)
         try:
-            yield {s.name: DcCluster(s.name, s.bootstrap) for s in specs}
+            yield {s.name: DcCluster(s.name, s.bootstrap, s.data_dir) for s in specs}
         finally:
             devcluster.down(root)
     else:

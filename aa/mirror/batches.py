@@ -36,6 +36,7 @@ import itertools
 import struct
 from collections import Counter
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from aiokafka.consumer import fetcher as _fetcher
@@ -94,6 +95,37 @@ class _Skipped:
 
     def __iter__(self) -> Iterator[Any]:
         return iter(())
+
+
+@dataclass(frozen=True, slots=True)
+class CorruptBatch:
+    """Handed out in place of a fetched batch that fails its CRC check (a damaged source log),
+    as the last item of its partition's list: the partition's fetch ends there, and the
+    consumer's position is one past :attr:`offset` until the flow seeks it back (see
+    :meth:`aa.mirror.fetch.Fetcher.next_batch`). aiokafka would raise instead, losing the
+    records fetched before it, and raise again on every fetch after a restart."""
+
+    offset: int
+    """The first offset of the damaged batch that this fetch asked for."""
+
+
+class _Damaged:
+    """What aiokafka sees in place of a batch that fails its CRC: a batch of one item, the
+    :class:`CorruptBatch`."""
+
+    __slots__ = ("_item", "base_offset", "next_offset")
+    producer_id = None
+    is_control_batch = False
+    is_transactional = False
+
+    def __init__(self, at: int) -> None:
+        self.base_offset, self.next_offset, self._item = at, at + 1, CorruptBatch(at)
+
+    def validate_crc(self) -> bool:
+        return True  # it failed: what aiokafka iterates is the item saying so
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter((self._item,))
 
 
 class _Peeked:
@@ -155,9 +187,10 @@ class _Records:
         self._at = at  # the fetch offset: records before it are not this fetch's
         self._data = memoryview(data) if data is not None else None
         self._pos = 0  # where the next batch starts in data
+        self._damaged = False  # a batch failed its CRC: this partition's fetch ends there
 
     def has_next(self) -> bool:
-        return bool(self._records.has_next())
+        return not self._damaged and bool(self._records.has_next())
 
     def size_in_bytes(self) -> int:
         """The fetched bytes held (as ``MemoryRecords`` answers: memory accounting reads it)."""
@@ -169,23 +202,25 @@ class _Records:
         if self._data is not None and batch is not None:
             data, start = self._data, self._pos  # MemoryRecords frames batches the same way
             self._pos = start + 12 + _LENGTH.unpack_from(data, start + 8)[0]
-        if batch is None or batch.is_control_batch or getattr(batch, "magic", 2) < 2:
+        if batch is None:
             return batch
+        plain = not batch.is_control_batch and getattr(batch, "magic", 2) >= 2
         raw = (
-            data is not None
+            plain
+            and data is not None
             and batch.compression_type == 0
             and not batch.is_transactional
             and batch.timestamp_type == 0
             and batch.base_offset >= self._at
         )
-        if self._skipper is None and not raw:
-            return batch
         whole = data[start : self._pos] if raw and data is not None else None
-        if whole is not None:
-            if self._check_crcs and not crc_ok(whole):
-                return batch  # aiokafka checks it again, and raises CorruptRecordException
-        elif self._check_crcs and not batch.validate_crc():
-            return batch  # aiokafka raises CorruptRecordException for it
+        # every batch's CRC is checked here, once (aiokafka's own check is off for lean
+        # consumers: it would raise, see CorruptBatch)
+        if self._check_crcs and not (crc_ok(whole) if whole is not None else batch.validate_crc()):
+            self._damaged = True
+            return _Damaged(max(batch.base_offset, self._at))
+        if not plain or (self._skipper is None and not raw):
+            return batch
         if self._skipper is not None:
             records = iter(batch)  # aiokafka's C batch decodes from its __iter__ on
             first = next(records, None)
@@ -246,9 +281,9 @@ class _PartitionRecords(_Base):  # type: ignore[misc]  # aiokafka's class is unt
             skipper = key_deserializer if isinstance(key_deserializer, BatchSkipper) else None
             if not key_deserializer.raw:
                 data = None
-            if skipper is not None or data is not None:
-                records = _Records(records, tp, skipper, check_crcs, fetch_offset, data)
+            records = _Records(records, tp, skipper, check_crcs, fetch_offset, data)
             key_deserializer = None
+            check_crcs = False  # _Records checks each batch once, and hands out a CorruptBatch
         super().__init__(
             tp, records, aborted_transactions, fetch_offset, key_deserializer,
             value_deserializer, check_crcs, isolation_level,

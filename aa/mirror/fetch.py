@@ -7,6 +7,12 @@ queues a batch. The revoke's drain runs inside aiokafka's rebalance listener, wh
 only logs what a listener raises; so a failed drain is recorded here and re-raised by the next
 :meth:`Fetcher.next_batch`: the flow stops with its error instead of going on as if the drain
 had worked (and its commit, which did not happen, is never made later for it).
+
+A batch that fails its CRC check (a damaged source log) ends its partition's list as a
+:class:`~aa.mirror.batches.CorruptBatch`. :meth:`Fetcher.next_batch` takes it out and moves the
+partition's position back to it, so the records before it are copied and committed and the
+batch is fetched once more (a fault in transit would not repeat); damaged at the same offset
+again, :attr:`Fetcher.damage` is the error that stops the flow for good, before it.
 """
 
 from __future__ import annotations
@@ -17,8 +23,9 @@ from typing import Any, Protocol
 
 from aiokafka import ConsumerRebalanceListener, TopicPartition
 
-from aa.mirror.batches import BatchSkipper
+from aa.mirror.batches import BatchSkipper, CorruptBatch
 from aa.mirror.context import StageContext
+from aa.mirror.errors import FlowError
 from aa.mirror.memory import PartitionShare
 from aa.mirror.pending import Batch
 from aa.offsets.writer import OffsetSyncWriter
@@ -46,6 +53,10 @@ class Fetcher:
         """What failed the drain of a revoke (raised by the next :meth:`next_batch`)."""
         self._queued: dict[TopicPartition, int] = {}
         """Per source partition, the offset the last queued pending advances it to."""
+        self._damaged: dict[TopicPartition, int] = {}
+        """Per source partition, the offset of the last batch that failed its CRC check."""
+        self.damage: FlowError | None = None
+        """Set when a batch failed its CRC check twice: the flow stops before it, for good."""
 
     async def next_batch(self) -> tuple[int, Batch]:
         """One ``getmany``, with the generation it was fetched in (see :meth:`current`)."""
@@ -56,6 +67,8 @@ class Fetcher:
         batch = await self.ctx.clients.consumer.getmany(
             timeout_ms=200, max_records=self.ctx.settings.max_poll_records
         )
+        for tp in [tp for tp, records in batch.items() if type(records[-1]) is CorruptBatch]:
+            self._corrupt(batch, tp)
         if self.skipper is not None:
             for tp, n in self.skipper.take().items():  # mirror-written batches, unread
                 self.ctx.metrics.skipped.labels(
@@ -63,6 +76,32 @@ class Fetcher:
                 ).inc(n)
         self.raise_revoke_error()
         return generation, batch
+
+    def _corrupt(self, batch: Batch, tp: TopicPartition) -> None:
+        """Take the :class:`CorruptBatch` ending ``tp``'s list out of ``batch`` and move the
+        position back to it: fetched once more, or (damaged there twice) :attr:`damage`."""
+        records = batch[tp]
+        at = records.pop().offset
+        if not records:
+            del batch[tp]
+        self.ctx.clients.consumer.seek(tp, at)
+        s = self.ctx.settings
+        where = f"{tp.topic}/{tp.partition}@{at}"
+        if self._damaged.get(tp) != at:
+            self._damaged[tp] = at
+            self.ctx.clients.log.warning("source_batch_corrupt", batch=where, reading_again=True)
+            return
+        self.ctx.metrics.errors.labels(**self.ctx.labels, kind="corrupt-source").inc()
+        self.damage = self.damage or FlowError(
+            f"{s.name}: the record batch at {where} in {s.source} fails its CRC check, read "
+            "twice: the source log is damaged there (a disk or broker fault). The flow stops "
+            "before it, for good; everything before it is copied and committed. Repair the "
+            f"partition in {s.source} (move its leadership to a replica with an intact copy, "
+            "or let the damaged replica copy it again), then restart the flow; aa skips "
+            "nothing on its own",
+            kind="corrupt-source",
+            retriable=False,
+        )
 
     def raise_revoke_error(self) -> None:
         if self.revoke_error is not None:

@@ -220,6 +220,9 @@ class MirrorFlow:
                 if batch:
                     batch = delivery.admit(batch)
                 pending = await self._route(batch)
+                if fetch.damage is not None:  # stop before a damaged source batch
+                    pending = pending or Pending()
+                    pending.malformed = pending.malformed or fetch.damage
                 if pending is not None:
                     await committer.admit(pending)
                     fetch.queued(pending.offsets)

@@ -13,6 +13,7 @@ import pytest
 from aiokafka import TopicPartition
 from aiokafka.errors import KafkaConnectionError
 
+from aa.mirror.batches import CorruptBatch
 from aa.mirror.commit import Committer
 from aa.mirror.errors import FlowError
 from aa.mirror.fetch import Fetcher
@@ -382,3 +383,46 @@ def test_a_batch_filled_on_the_hot_path_carries_its_record_count_and_records() -
     batch = MemoryRecords(bytes(builder._build())).next_batch()
     got = [(r.offset, r.timestamp, r.value, list(r.headers)) for r in batch]
     assert got == [(n, 1000 + n, b"v%d" % n, [("h", b"%d" % n)]) for n in range(3)]
+
+
+class Fetches:
+    """A consumer whose fetches are given, and whose seeks are recorded."""
+
+    def __init__(self, *fetches: dict[TopicPartition, list[Any]]) -> None:
+        self.fetches, self.seeks = list(fetches), []  # type: ignore[var-annotated]
+
+    async def getmany(self, **_: Any) -> dict[TopicPartition, list[Any]]:
+        return self.fetches.pop(0)
+
+    def seek(self, tp: TopicPartition, offset: int) -> None:
+        self.seeks.append((tp, offset))
+
+
+async def test_a_batch_failing_its_crc_once_is_fetched_again_and_copying_goes_on() -> None:
+    """A fault in transit does not repeat: the records before the batch pass on, the position
+    goes back to it, and the next fetch reads it whole."""
+    consumer = Fetches(
+        {TP0: [*recs(TP0, 0, 2), CorruptBatch(2)], TP1: recs(TP1, 0, 1)},
+        {TP0: recs(TP0, 2, 2)},
+    )
+    fetcher = Fetcher(stage_context(settings(), Router(), consumer=consumer))
+    _, first = await fetcher.next_batch()
+    assert {tp: [r.offset for r in rs] for tp, rs in first.items()} == {TP0: [0, 1], TP1: [0]}
+    assert consumer.seeks == [(TP0, 2)]
+    _, second = await fetcher.next_batch()
+    assert [r.offset for r in second[TP0]] == [2, 3]
+    assert fetcher.damage is None
+
+
+async def test_a_batch_failing_its_crc_twice_at_one_offset_stops_the_flow_for_good() -> None:
+    consumer = Fetches({TP0: [CorruptBatch(7)]}, {TP0: [CorruptBatch(7)], TP1: recs(TP1, 0, 1)})
+    fetcher = Fetcher(stage_context(settings(), Router(), consumer=consumer))
+    _, first = await fetcher.next_batch()
+    assert first == {}
+    assert fetcher.damage is None
+    _, second = await fetcher.next_batch()
+    assert list(second) == [TP1]  # the other partition's records still go first
+    assert consumer.seeks == [(TP0, 7), (TP0, 7)]
+    assert fetcher.damage is not None
+    assert not fetcher.damage.retriable
+    assert "t/0@7" in str(fetcher.damage)

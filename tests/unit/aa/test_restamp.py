@@ -277,10 +277,27 @@ def test_aa_pure_python_switches_the_batch_path_off(monkeypatch: pytest.MonkeyPa
 
 @pytest.mark.parametrize("raw", [True, False])
 def test_a_corrupt_batch_is_refused_on_both_paths(raw: bool) -> None:
-    blob = bytearray(source_batch(0, EDGES))
-    blob[-1] ^= 0xFF  # the last value byte: the CRC no longer matches
+    """The flow's consumer hands out a CorruptBatch where the damage starts (the fetch stage
+    decides what happens, see aa.mirror.fetch), after the intact batch before it, and nothing
+    after it; other consumers still get aiokafka's CorruptRecordException."""
+    intact = source_batch(0, EDGES)
+    blob = bytearray(intact + source_batch(len(EDGES), EDGES) + source_batch(2 * len(EDGES), EDGES))
+    blob[len(intact) * 2 - 1] ^= 0xFF  # the second batch's last value byte: its CRC fails
+    batches.install()
+    switch = batches.LeanRecords()
+    switch.raw = raw
+    fetched = fetcher.PartitionRecords(
+        TP, fetcher.MemoryRecords(bytes(blob)), [], 0, switch, None, True, 0
+    )
+    got = list(fetched)
+    assert got[-1] == batches.CorruptBatch(len(EDGES))
+    decoded = [r for item in got[:-1] for r in (item.records() if raw else [item])]
+    assert [r.offset for r in decoded] == list(range(len(EDGES)))
+    plain = fetcher.PartitionRecords(
+        TP, fetcher.MemoryRecords(bytes(blob)), [], 0, None, None, True, 0
+    )
     with pytest.raises(CorruptRecordException):
-        copy(bytes(blob), raw=raw, fetch_offset=0, batch_size=1 << 20, mark=True, limits=None)
+        list(plain)
 
 
 def test_kafka_3_9_default_timestamp_limits_do_not_overflow_the_batch_path() -> None:
