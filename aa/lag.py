@@ -16,6 +16,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from aa.admin import ClusterAdmin
 from aa.config import Flow, Topology
 from aa.lifecycle import started
+from aa.mirror import batches
 from aa.mirror.build import flow_settings
 from aa.mirror.eos import StoredOffsets, stored_offsets
 from aa.mirror.settings import FlowSettings
@@ -97,8 +98,14 @@ async def flow_lag(
     if not tps:
         return []
     copied = await _copied(settings, stored)
+    batches.install()
     consumer = AIOKafkaConsumer(
-        **settings.source_client, enable_auto_commit=False, isolation_level="read_committed"
+        **settings.source_client,
+        enable_auto_commit=False,
+        isolation_level="read_committed",
+        # lean records: a batch that fails its CRC comes as a CorruptBatch, not an exception
+        # that would fail the whole read (see aa.mirror.batches)
+        key_deserializer=batches.LeanRecords(),
     )
     await started(consumer)
     try:
@@ -126,18 +133,22 @@ async def flow_lag(
 async def _timestamps(
     consumer: AIOKafkaConsumer, tps: list[TopicPartition], at: dict[TopicPartition, int]
 ) -> dict[TopicPartition, int]:
-    """The timestamp of the record at ``at[tp]`` (the oldest not copied) per partition."""
+    """The timestamp of the record at ``at[tp]`` (the oldest not copied) per partition; none
+    for a partition whose log is damaged there (its batch fails its CRC check)."""
     if not tps:
         return {}
     consumer.assign(tps)
     for tp in tps:
         consumer.seek(tp, at[tp])
     out: dict[TopicPartition, int] = {}
+    left = set(tps)
     deadline = time.monotonic() + 10
-    while len(out) < len(tps) and time.monotonic() < deadline:
+    while left and time.monotonic() < deadline:
         batch = await consumer.getmany(timeout_ms=200, max_records=len(tps) * 10)
         for tp, records in batch.items():
-            if records and tp not in out:
-                out[tp] = records[0].timestamp
+            if records and tp in left:
+                left.discard(tp)
                 consumer.pause(tp)
+                if type(records[0]) is not batches.CorruptBatch:
+                    out[tp] = records[0].timestamp
     return out
