@@ -19,6 +19,7 @@ from aa.mirror.context import StageContext
 from aa.mirror.delivery import AtLeastOnce, Delivery, FlowClients
 from aa.mirror.flow import MirrorFlow
 from aa.mirror.settings import FlowSettings
+from aa.mirror.supervisor import Backoff, Supervisor
 from aa.mirror.types import Malformed, Route, Skip
 from aa.observe.metrics import Metrics
 from tests.helpers.kafka import create_topic
@@ -90,6 +91,24 @@ async def running_flow(
         stop.set()
         with contextlib.suppress(Exception):
             await asyncio.wait_for(task, 30)
+
+
+@contextlib.asynccontextmanager
+async def supervised(settings: FlowSettings, router: Any) -> AsyncIterator[Supervisor]:
+    """A flow under a :class:`Supervisor` with short backoffs (restarts within a second);
+    stopped (gracefully) on exit."""
+    sup = Supervisor(
+        [(settings, router)],
+        Metrics(),
+        backoff=Backoff(initial_s=0.2, max_s=1.0),
+        shutdown_timeout_s=20,
+    )
+    run = asyncio.create_task(sup.run(install_signals=False))
+    try:
+        yield sup
+    finally:
+        sup.stop()
+        await asyncio.wait_for(run, 60)
 
 
 async def committed(

@@ -8,7 +8,6 @@ for good before it with one message naming the partition and offset."""
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import struct
 import uuid
@@ -20,11 +19,9 @@ import pytest
 from aa.config import read_yaml
 from aa.lag import LagReader
 from aa.mirror.build import flow_settings
-from aa.mirror.supervisor import Backoff, Supervisor
-from aa.observe.metrics import Metrics
 from tests.conftest import DcCluster
 from tests.helpers.kafka import Rec, consume_all, create_topic, eventually, produce
-from tests.helpers.mirror import OriginOnlyRouter, committed, exact
+from tests.helpers.mirror import OriginOnlyRouter, committed, exact, supervised
 
 pytestmark = pytest.mark.integration
 
@@ -69,23 +66,13 @@ async def test_corrupt_source_batch_copies_what_precedes_it_and_stops_the_flow_o
     flow = topology.flow(f"{a}->{b}")
     settings = dataclasses.replace(flow_settings(topology, flow), commit_interval_s=0.2)
     group = settings.group_id
-    supervisor = Supervisor(
-        [(settings, OriginOnlyRouter(a, b, exact(topic)))],
-        Metrics(),
-        backoff=Backoff(initial_s=0.2, max_s=0.5),
-        shutdown_timeout_s=20,
-    )
-    run = asyncio.create_task(supervisor.run(install_signals=False))
-    state = supervisor.states[settings.name]
-    try:
+    async with supervised(settings, OriginOnlyRouter(a, b, exact(topic))) as supervisor:
+        state = supervisor.states[settings.name]
         await eventually(
             lambda: state.state == "failed",
             timeout=60,
             message=f"the flow stops for good (state {state.state}, {state.last_error})",
         )
-    finally:
-        supervisor.stop()
-        await asyncio.wait_for(run, 60)
     assert state.restarts == 0, state.last_error
     assert f"{topic}/0@{damaged}" in (state.last_error or ""), state.last_error
     assert "CRC" in (state.last_error or "")

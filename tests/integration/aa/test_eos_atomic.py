@@ -8,14 +8,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 
 import pytest
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from aa.mirror.flow import FlowError
 from aa.mirror.settings import FlowSettings
-from aa.mirror.supervisor import Backoff, Supervisor
 from aa.observe.metrics import Metrics
 from tests.conftest import DcCluster
 from tests.helpers.kafka import Rec, consume_all, create_topic, eventually, produce
@@ -26,6 +25,7 @@ from tests.helpers.mirror import (
     exact,
     running_flow,
     sf_to_nyc,
+    supervised,
 )
 
 pytestmark = pytest.mark.integration
@@ -103,24 +103,6 @@ async def _stream(bootstrap: str, topic: str, stop: asyncio.Event) -> None:
             await asyncio.wait_for(stop.wait(), 0.1)  # pacing, not synchronisation
 
 
-@contextlib.asynccontextmanager
-async def _supervised(
-    settings: FlowSettings, router: OriginOnlyRouter
-) -> AsyncIterator[Supervisor]:
-    sup = Supervisor(
-        [(settings, router)],
-        Metrics(),
-        backoff=Backoff(initial_s=0.2, max_s=0.5),
-        shutdown_timeout_s=20,
-    )
-    run = asyncio.create_task(sup.run(install_signals=False))
-    try:
-        yield sup
-    finally:
-        sup.stop()
-        await asyncio.wait_for(run, 60)
-
-
 async def test_two_eos_processes_of_one_flow_stop_instead_of_fencing_each_other(
     dc_clusters: dict[str, DcCluster], unique_name: Names
 ) -> None:
@@ -137,9 +119,9 @@ async def test_two_eos_processes_of_one_flow_stop_instead_of_fencing_each_other(
     stop_stream = asyncio.Event()
     stream = asyncio.create_task(_stream(sf, topic, stop_stream))
     try:
-        async with _supervised(settings, router) as first:
+        async with supervised(settings, router) as first:
             await consume_all(nyc, topic, count=20, timeout=60, isolation_level="read_committed")
-            async with _supervised(settings, router) as second:
+            async with supervised(settings, router) as second:
                 states = (first.states[settings.name], second.states[settings.name])
                 await eventually(
                     lambda: any(st.state == "failed" for st in states),

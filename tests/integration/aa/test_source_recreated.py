@@ -5,7 +5,6 @@ skipped the new records below them and dropped the rest as "already copied", sil
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from collections.abc import Callable
 
@@ -13,11 +12,9 @@ import pytest
 from aiokafka.admin import AIOKafkaAdminClient
 
 from aa.mirror.settings import FlowSettings
-from aa.mirror.supervisor import Backoff, Supervisor
-from aa.observe.metrics import Metrics
 from tests.conftest import DcCluster
 from tests.helpers.kafka import Rec, consume_all, create_topic, eventually, produce
-from tests.helpers.mirror import OriginOnlyRouter, exact, running_flow
+from tests.helpers.mirror import OriginOnlyRouter, exact, running_flow, supervised
 
 pytestmark = pytest.mark.integration
 
@@ -94,14 +91,7 @@ async def test_eos_source_topic_recreated_while_the_flow_runs_copies_every_new_r
     settings = _eos(sf, nyc, unique_name)
     router = OriginOnlyRouter(settings.source, settings.target, exact(topic))
     await produce(sf, topic, [Rec(None, f"old-{i}".encode(), partition=i % 2) for i in range(300)])
-    supervisor = Supervisor(
-        [(settings, router)],
-        Metrics(),
-        backoff=Backoff(initial_s=0.2, max_s=1.0),
-        shutdown_timeout_s=20,
-    )
-    run = asyncio.create_task(supervisor.run(install_signals=False))
-    try:
+    async with supervised(settings, router) as supervisor:
         await consume_all(nyc, topic, count=300, timeout=60, isolation_level="read_committed")
         await _recreate(sf, topic, partitions=2)
         await produce(
@@ -118,8 +108,5 @@ async def test_eos_source_topic_recreated_while_the_flow_runs_copies_every_new_r
         state = supervisor.states[settings.name]
         assert state.state == "running", state.last_error
         assert "deleted and created again" in (state.last_error or ""), state.last_error
-    finally:
-        supervisor.stop()
-        await asyncio.wait_for(run, 60)
     new = {r.value.decode() for r in got if r.value.startswith(b"new-")}
     assert new == {f"new-{i}" for i in range(100)}
