@@ -178,7 +178,7 @@ class ExactlyOnce:
                 topic=topic,
                 stored_id=old,
                 topic_id=ids.id(topic),
-                dropped_positions=sum(dropped.values()),
+                partitions=len(dropped),
                 detail=(
                     f"{topic} in {s.source} was deleted and created again since {s.name} "
                     f"stored its positions; its offsets start again, so it is copied from "
