@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aiokafka.errors import KafkaError
+from aiokafka.errors import CorruptRecordException, KafkaError
 
 from aa.errors import AaError
 
@@ -43,6 +43,11 @@ def aiokafka_part(client: Any, path: str, needs: str) -> Any:
 
 
 def is_crash(exc: BaseException) -> bool:
-    """True for a failure aa cannot explain (a defect, or an input it does not expect); false
-    for a DC down (a Kafka client error, an ``OSError``) or an error aa explains."""
+    """True for a failure aa cannot explain (a defect, or an input it does not expect) or one
+    that waiting does not cure: a batch failing its CRC check (a damaged log) fails the same
+    way on every read. False for a DC down (another Kafka client error, an ``OSError``) or an
+    error aa explains. (The flows' own consumers never raise for a damaged batch: see
+    :class:`aa.mirror.batches.CorruptBatch`; other readers, of internal topics, do.)"""
+    if isinstance(exc, CorruptRecordException):
+        return True
     return not isinstance(exc, AaError | KafkaError | OSError)
