@@ -17,6 +17,7 @@ from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 
 from aa.errors import AaError
 from aa.lifecycle import AsyncResource
+from aa.topic_ids import topic_ids
 
 TOPIC_ALREADY_EXISTS = 36
 UNKNOWN_TOPIC_OR_PARTITION = 3
@@ -125,6 +126,11 @@ class ClusterAdmin(AsyncResource):
 
     async def delete_topics(self, topics: Iterable[str]) -> None:
         await self._client.delete_topics(list(topics))
+
+    async def topic_ids(self, topics: Iterable[str]) -> dict[str, str]:
+        """Kafka's topic id (32 hex digits) of each of ``topics`` that exists
+        (:mod:`aa.topic_ids`: a new id means the topic was deleted and created again)."""
+        return await topic_ids(self._client, topics)
 
     @property
     def raw(self) -> AIOKafkaAdminClient:

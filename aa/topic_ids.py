@@ -119,7 +119,8 @@ class _TopicIdsRequest(Request[_MetadataRequestV12]):  # type: ignore[misc]
 
 async def topic_ids(admin: Any, topics: Iterable[str]) -> dict[str, str]:
     """The topic id (32 hex digits) of each of ``topics`` that exists, from ``admin`` (an
-    aiokafka ``AIOKafkaAdminClient``, started). Topics that do not exist are left out."""
+    aiokafka ``AIOKafkaAdminClient``, started; aa calls it as ``ClusterAdmin.topic_ids``).
+    Topics that do not exist are left out."""
     names = sorted(set(topics))
     if not names:
         return {}

@@ -20,7 +20,6 @@ from aa.admin import ClusterAdmin
 from aa.deadlines import finished_within
 from aa.mirror.errors import FlowError
 from aa.mirror.settings import FlowSettings
-from aa.topic_ids import topic_ids
 
 WATCH_TIMEOUT_S = 10.0
 """How long :meth:`Incarnations.watch` waits for the source's answer (a stop waits no longer)."""
@@ -42,7 +41,7 @@ class Incarnations:
         if self._admin is None or not names:
             return {}
         try:
-            return await topic_ids(self._admin.raw, names)
+            return await self._admin.topic_ids(names)
         except KafkaError as exc:
             raise FlowError(
                 f"{self._settings.name}: could not read the ids of its source topics from "
@@ -83,9 +82,11 @@ class Incarnations:
             if stop.is_set() or not self._ids:
                 continue
             ask = asyncio.ensure_future(self._read(self._ids))
-            if not await finished_within(ask, WATCH_TIMEOUT_S) or ask.exception() is not None:
+            if not await finished_within(ask, WATCH_TIMEOUT_S):
                 continue
-            now = ask.result()
+            if isinstance(ask.exception(), FlowError):  # the source did not answer
+                continue
+            now = ask.result()  # any other failure is a defect: it fails the run
             changed = sorted(t for t, i in self._ids.items() if now.get(t, i) != i)
             if changed:
                 raise FlowError(
