@@ -121,6 +121,12 @@ class Held(Sequence[Any]):
     def __len__(self) -> int:
         return self._n
 
+    def spans(self) -> Iterator[tuple[int, int]]:
+        """``(first offset, count)`` per span (:class:`aa.offsets.sync.Spans`: offset syncs
+        read these, not the records)."""
+        for item, lo, hi in self._spans:
+            yield (item.offset + lo, hi - lo) if type(item) is RawBatch else (item.offset, 1)
+
     def __iter__(self) -> Iterator[Any]:
         for item, lo, hi in self._spans:
             if type(item) is RawBatch:

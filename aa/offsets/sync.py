@@ -16,12 +16,23 @@ partition (see :mod:`aa.offsets.writer`). Readers use the value only.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
 
 import orjson
 
 from aa.errors import AaError
+
+
+@runtime_checkable
+class Spans(Protocol):
+    """Copied records held as spans of contiguous source offsets (the batch path's raw
+    batches), so offset syncs need no record each."""
+
+    def spans(self) -> Iterable[tuple[int, int]]:
+        """``(first offset, count)`` of each span, in order."""
+        ...
 
 
 class SyncDecodeError(AaError):
@@ -126,18 +137,31 @@ def runs(
 
     ``covered_from`` is the first source offset not accounted for by an earlier sync.
     """
+    spans = ((o, 1) for o in source_offsets)
+    return span_runs(topic, partition, target_topic, spans, target_base, covered_from)
+
+
+def span_runs(
+    topic: str,
+    partition: int,
+    target_topic: str,
+    spans: Iterable[tuple[int, int]],
+    target_base: int,
+    covered_from: int,
+) -> list[OffsetSync]:
+    """:func:`runs` of a batch given as spans ``(first source offset, count)`` of contiguous
+    records in order (whole source batches need no offset each)."""
     out: list[OffsetSync] = []
-    if not source_offsets:
-        return out
-    start = 0
-    for i in range(1, len(source_offsets) + 1):
-        if i == len(source_offsets) or source_offsets[i] != source_offsets[i - 1] + 1:
-            first, last = source_offsets[start], source_offsets[i - 1]
-            out.append(
-                OffsetSync(
-                    topic, partition, target_topic, covered_from, first, last, target_base + start
-                )
-            )
-            covered_from = last + 1
-            start = i
+    first = last = -1
+    start = target = target_base
+    for offset, count in spans:
+        if offset != last + 1 and first >= 0:
+            out.append(OffsetSync(topic, partition, target_topic, covered_from, first, last, start))
+            covered_from, first, start = last + 1, -1, target
+        if first < 0:
+            first = offset
+        last = offset + count - 1
+        target += count
+    if first >= 0:
+        out.append(OffsetSync(topic, partition, target_topic, covered_from, first, last, start))
     return out

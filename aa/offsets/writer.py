@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -40,7 +40,7 @@ from aiokafka import AIOKafkaProducer, TopicPartition
 
 from aa.admin import ClusterAdmin
 from aa.logs import get_logger
-from aa.offsets.sync import OffsetSync, Repartitioned, runs
+from aa.offsets.sync import OffsetSync, Repartitioned, Spans, span_runs
 
 _log = get_logger("aa.offsets")
 
@@ -143,7 +143,8 @@ class OffsetSyncWriter:
     async def copied(
         self, tp: TopicPartition, target_topic: str, records: Sequence[Any], base: int
     ) -> None:
-        """``records`` (in order) landed at ``target_topic``/``tp.partition`` from ``base``."""
+        """``records`` (in order) landed at ``target_topic``/``tp.partition`` from ``base``
+        (records with an ``offset``, or :class:`~aa.offsets.sync.Spans` of them)."""
         if not records:
             return
         first, last = records[0].offset, records[-1].offset
@@ -158,8 +159,8 @@ class OffsetSyncWriter:
         if last - first == len(records) - 1:  # offsets only grow: no gap, one run
             pieces = [OffsetSync(tp.topic, tp.partition, target_topic, covered, first, last, base)]
         else:
-            offsets = [r.offset for r in records]
-            pieces = runs(tp.topic, tp.partition, target_topic, offsets, base, covered)
+            spans = records.spans() if isinstance(records, Spans) else _each(records)
+            pieces = span_runs(tp.topic, tp.partition, target_topic, spans, base, covered)
         for piece in pieces:
             await self._extend(tp, piece)
         self._from[tp] = last + 1
@@ -227,3 +228,7 @@ class OffsetSyncWriter:
             self.failed += 1  # the flow checks this when it settles (a lost sync is an error)
             self.last_error = fut.exception()
             _log.error("offset_sync_write_failed", topic=self.topic, error=repr(self.last_error))
+
+
+def _each(records: Iterable[Any]) -> Iterator[tuple[int, int]]:
+    return ((r.offset, 1) for r in records)

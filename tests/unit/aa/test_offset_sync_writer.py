@@ -13,6 +13,7 @@ import structlog
 from aiokafka import TopicPartition
 
 from aa.mirror.fetch import RevokeListener
+from aa.mirror.restamp import Held, RawBatch
 from aa.offsets.store import OffsetSyncStore
 from aa.offsets.sync import decode_sync
 from aa.offsets.writer import OffsetSyncWriter
@@ -121,5 +122,26 @@ async def test_batches_with_and_without_gaps_translate_exactly_on_both_sides() -
     await w.flush()
     store = _store(topic, "mine")
     for source, target in ((5, 105), (12, 112), (30, 115), (34, 119)):
+        pos = store.translate("t", 0, source)
+        assert (pos.offset, pos.exactness) == (target, "exact"), (source, pos)
+
+
+async def test_batch_path_copy_with_gaps_writes_syncs_without_decoding_its_batches() -> None:
+    """Headers mode forwards the local batches of a source partition and skips the mirrored
+    ones between them, so a target batch filled by the batch path holds raw batches with gaps
+    between them. Its syncs come from the spans' offsets: the raw batches are never decoded
+    (their bytes here are not even a batch) and both pieces translate exactly."""
+    tp = TopicPartition("t", 0)
+    topic = SyncTopic()
+    w = OffsetSyncWriter(topic.producer("mine"), "syncs")
+    w.saw(tp, 10)
+    held = Held()
+    held.add(RawBatch(b"not a batch", 10, 15, 0), 0, 5)  # 10..14
+    held.add(RawBatch(b"not a batch", 30, 35, 0), 0, 5)  # 15..29 mirrored, skipped
+    held.append(Rec("t", 0, 35))
+    await w.copied(tp, "t", held, 200)
+    await w.flush()
+    store = _store(topic, "mine")
+    for source, target in ((10, 200), (14, 204), (30, 205), (35, 210)):
         pos = store.translate("t", 0, source)
         assert (pos.offset, pos.exactness) == (target, "exact"), (source, pos)
