@@ -33,6 +33,7 @@ from aa.mirror.incarnations import Incarnations
 from aa.mirror.pending import Batch
 from aa.mirror.settings import FlowSettings
 from aa.offsets.groups import group_offsets
+from aa.offsets.resume import copied_ends, still_held
 from aa.offsets.writer import COMPACTED_INTERNAL_CONFIGS, ensure_internal_topic
 from aa.tail import TopicReader
 
@@ -169,7 +170,8 @@ class ExactlyOnce:
         self._open, self._dirty = True, False
         stored, stored_ids = await stored_offsets(s)
         ids = self._ids = Incarnations(s, clients.source_admin)
-        for topic, old in (await ids.recreated(stored_ids)).items():
+        stale = await ids.recreated(stored_ids)
+        for topic, old in stale.items():
             dropped = {tp: o for tp, o in stored.items() if tp.topic == topic}
             for tp in dropped:
                 del stored[tp]
@@ -189,6 +191,8 @@ class ExactlyOnce:
         # beginning: the group only ever commits acknowledged copies, so the larger of the two
         # is never ahead of the copy.
         group = await group_offsets(s.source_client, s.group_id)
+        if s.offset_syncs and not stored:  # a new flow, or its positions topic was lost
+            stored.update(await self._lost(stored, group, set(stale)))
         self._next = {tp: max(stored.get(tp, 0), group.get(tp, 0)) for tp in {*stored, *group}}
         clients.log.info(
             "eos_resumed",
@@ -196,6 +200,38 @@ class ExactlyOnce:
             topic=s.eos_offsets_topic,
             from_group=sum(1 for tp, o in group.items() if o > stored.get(tp, -1)),
         )
+
+    async def _lost(
+        self,
+        stored: Mapping[TopicPartition, int],
+        group: Mapping[TopicPartition, int],
+        recreated: set[str],
+    ) -> dict[TopicPartition, int]:
+        """Positions missing from the store that the flow's committed offset syncs know
+        (:mod:`aa.offsets.resume`): the store was deleted or emptied. Read only when the
+        store holds nothing (a store that holds positions is trusted as it is), so a start
+        with positions does not read the sync topic."""
+        s, clients = self._settings, self.clients
+        ends = await copied_ends(s.sync_topic, s.target_client, s.source, s.target)
+        lost = {
+            tp: end
+            for tp, end in ends.items()
+            if tp not in stored and tp.topic not in recreated and end > group.get(tp, 0)
+        }
+        found = await still_held(clients.consumer, lost) if lost else {}
+        if found:
+            clients.log.warning(
+                "eos_positions_from_syncs",
+                topic=s.eos_offsets_topic,
+                partitions=len(found),
+                detail=(
+                    f"{s.eos_offsets_topic} in {s.target} holds no position for "
+                    f"{len(found)} partition(s) that {s.name} copied (deleted or emptied?); "
+                    f"they resume where the offset syncs in {s.sync_topic}, written in the "
+                    "same transactions, say the copy ended, not from the beginning"
+                ),
+            )
+        return found
 
     async def resume_offsets(self, tps: list[TopicPartition]) -> dict[TopicPartition, int | None]:
         return {tp: self._next.get(tp) for tp in tps}

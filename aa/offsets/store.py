@@ -129,6 +129,12 @@ class OffsetSyncStore:
         part = self._parts.get((topic, partition))
         return part.index.copied_end() if part is not None else None
 
+    def copied_ends(self) -> dict[tuple[str, int], int]:
+        """:meth:`copied_end` of every source partition with syncs."""
+        self._check()
+        ends = {key: part.index.copied_end() for key, part in self._parts.items()}
+        return {key: end for key, end in ends.items() if end is not None}
+
     def translate(self, topic: str, partition: int, offset: int) -> Position:
         """Where a consumer of the target must start to see every copied record of source
         ``topic/partition`` at or after ``offset`` — and none before it when exact."""
