@@ -142,6 +142,21 @@ async def consume_all(
         await consumer.stop()
 
 
+async def delete_topic(bootstrap: str, topic: str, timeout: float = 60.0) -> None:
+    """Delete ``topic`` and wait until the cluster no longer lists it."""
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    await admin.start()
+    try:
+        await admin.delete_topics([topic])
+
+        async def gone() -> bool:
+            return topic not in await admin.list_topics()
+
+        await eventually(gone, timeout=timeout, message=f"{topic} deleted")
+    finally:
+        await admin.close()
+
+
 async def eventually(
     check: Any, *, timeout: float = 30.0, interval: float = 0.2, message: str = "condition"
 ) -> Any:

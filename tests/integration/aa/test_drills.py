@@ -32,7 +32,7 @@ from aiokafka.admin import AIOKafkaAdminClient, NewPartitions
 from aa.dev import cluster as devcluster
 from tests.conftest import DrillSize, _free_ports
 from tests.helpers import drill
-from tests.helpers.kafka import create_topic, eventually
+from tests.helpers.kafka import create_topic, delete_topic, eventually
 from tests.helpers.processes import AaProcess, write_topology
 from tests.helpers.tcp_proxy import TcpProxy
 
@@ -533,12 +533,7 @@ async def test_drill_source_topic_deleted_and_recreated(
     await drill.tally(
         pair.nyc.direct, topic, first, key=_value_tag, settle=0, timeout=180 + half / 100
     )
-    admin = AIOKafkaAdminClient(bootstrap_servers=pair.sf.direct)
-    await admin.start()
-    try:
-        await admin.delete_topics([topic])
-    finally:
-        await admin.close()
+    await delete_topic(pair.sf.direct, topic)
 
     async def recreated() -> bool:
         try:

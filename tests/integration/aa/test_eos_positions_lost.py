@@ -6,57 +6,31 @@ transactions and say how far it copied: the flow resumes from them."""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable
 
 import pytest
-from aiokafka.admin import AIOKafkaAdminClient
 
-from aa.mirror.settings import FlowSettings
 from tests.conftest import DcCluster
-from tests.helpers.kafka import Rec, consume_all, create_topic, eventually, produce
-from tests.helpers.mirror import OriginOnlyRouter, exact, running_flow
+from tests.helpers.kafka import Rec, consume_all, delete_topic, produce
+from tests.helpers.mirror import eos_flow, running_flow
 
 pytestmark = pytest.mark.integration
 
 Names = Callable[[str], str]
 
 
-async def _delete(bootstrap: str, topic: str) -> None:
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
-    await admin.start()
-    try:
-        await admin.delete_topics([topic])
-
-        async def gone() -> bool:
-            return topic not in await admin.list_topics()
-
-        await eventually(gone, timeout=60, message=f"{topic} deleted")
-    finally:
-        await admin.close()
-
-
 async def test_eos_offsets_topic_deleted_while_stopped_resumes_from_the_syncs_without_copying_again(
     dc_clusters: dict[str, DcCluster], unique_name: Names
 ) -> None:
-    sf, nyc = dc_clusters["SF"].bootstrap, dc_clusters["NYC"].bootstrap
-    topic = await create_topic(sf, unique_name("positions-lost"), partitions=2)
-    tag = uuid.uuid4().hex[:6]
-    settings = FlowSettings(
-        f"S{tag}",
-        f"N{tag}",
-        {"bootstrap_servers": sf},
-        {"bootstrap_servers": nyc},
-        group_id=unique_name("g"),
-        delivery="exactly-once",
-        commit_interval_s=0.2,
+    eos = await eos_flow(
+        dc_clusters, unique_name, "positions-lost", partitions=2, commit_interval_s=0.2
     )
-    router = OriginOnlyRouter(settings.source, settings.target, exact(topic))
+    sf, nyc, topic, settings, router = eos.sf, eos.nyc, eos.topic, eos.settings, eos.router
     await produce(sf, topic, [Rec(None, f"old-{i}".encode(), partition=i % 2) for i in range(300)])
     async with running_flow(settings, router):
         await consume_all(nyc, topic, count=300, timeout=60, isolation_level="read_committed")
 
-    await _delete(nyc, settings.eos_offsets_topic)
+    await delete_topic(nyc, settings.eos_offsets_topic)
     await produce(sf, topic, [Rec(None, f"new-{i}".encode(), partition=i % 2) for i in range(100)])
     async with running_flow(settings, router):
         got = await consume_all(

@@ -9,14 +9,13 @@ from collections.abc import Callable
 
 import orjson
 import pytest
-from aiokafka.admin import AIOKafkaAdminClient
 
 from aa.mirror.flow import DEAD_LETTER_REASON, FlowError
 from aa.mirror.settings import DEFAULT_CONFIG_EXCLUDE, FlowSettings
 from aa.mirror.supervisor import Backoff, Supervisor
 from aa.observe.metrics import Metrics
 from tests.conftest import DcCluster
-from tests.helpers.kafka import Rec, consume_all, create_topic, eventually, produce
+from tests.helpers.kafka import Rec, consume_all, create_topic, delete_topic, eventually, produce
 from tests.helpers.mirror import OriginOnlyRouter, committed, exact, running_flow
 
 pytestmark = pytest.mark.integration
@@ -197,10 +196,7 @@ async def test_deleted_target_topic_is_recreated_and_nothing_is_lost(
     try:
         await consume_all(nyc, topic, count=50, timeout=60)
         await eventually(lambda: _is(committed(sf, group, topic, 1), {0: 50}), message="commit")
-        admin = AIOKafkaAdminClient(bootstrap_servers=nyc)
-        await admin.start()
-        await admin.delete_topics([topic])
-        await admin.close()
+        await delete_topic(nyc, topic)
         await produce(
             sf, topic, [Rec(f"n{i}".encode(), f"new{i}".encode(), partition=0) for i in range(50)]
         )

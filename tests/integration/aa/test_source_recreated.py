@@ -9,11 +9,10 @@ import uuid
 from collections.abc import Callable
 
 import pytest
-from aiokafka.admin import AIOKafkaAdminClient
 
 from aa.mirror.settings import FlowSettings
 from tests.conftest import DcCluster
-from tests.helpers.kafka import Rec, consume_all, create_topic, eventually, produce
+from tests.helpers.kafka import Rec, consume_all, create_topic, delete_topic, eventually, produce
 from tests.helpers.mirror import OriginOnlyRouter, exact, running_flow, supervised
 
 pytestmark = pytest.mark.integration
@@ -21,17 +20,8 @@ pytestmark = pytest.mark.integration
 Names = Callable[[str], str]
 
 
-async def _delete(bootstrap: str, topic: str) -> None:
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
-    await admin.start()
-    try:
-        await admin.delete_topics([topic])
-    finally:
-        await admin.close()
-
-
 async def _recreate(bootstrap: str, topic: str, partitions: int) -> None:
-    await _delete(bootstrap, topic)
+    await delete_topic(bootstrap, topic)
 
     async def created() -> bool:
         try:
