@@ -12,7 +12,7 @@ import pytest
 
 from tests.conftest import DcCluster
 from tests.helpers.kafka import Rec, consume_all, delete_topic, produce
-from tests.helpers.mirror import eos_flow, running_flow
+from tests.helpers.mirror import eos_flow, running_flow, supervised
 
 pytestmark = pytest.mark.integration
 
@@ -39,3 +39,25 @@ async def test_eos_offsets_topic_deleted_while_stopped_resumes_from_the_syncs_wi
     values = sorted(r.value.decode() for r in got)
     assert len(values) == 400, f"{len(values) - len(set(values))} copied twice"
     assert set(values) == {f"old-{i}" for i in range(300)} | {f"new-{i}" for i in range(100)}
+
+
+async def test_eos_positions_lost_and_a_sync_unreadable_copies_again_instead_of_failing_each_start(
+    dc_clusters: dict[str, DcCluster], unique_name: Names
+) -> None:
+    """Syncs that cannot be read say nothing trustworthy: the flow copies from the beginning
+    (duplicates, as before the syncs were read, never a skip) instead of failing at every start."""
+    eos = await eos_flow(
+        dc_clusters, unique_name, "positions-garbled", partitions=1, commit_interval_s=0.2
+    )
+    sf, nyc, topic, settings, router = eos.sf, eos.nyc, eos.topic, eos.settings, eos.router
+    await produce(sf, topic, [Rec(None, f"old-{i}".encode()) for i in range(50)])
+    async with running_flow(settings, router):
+        await consume_all(nyc, topic, count=50, timeout=60, isolation_level="read_committed")
+
+    await delete_topic(nyc, settings.eos_offsets_topic)
+    await produce(nyc, settings.sync_topic, [Rec(b"x", b"not an offset sync")])
+    async with supervised(settings, router) as supervisor:
+        got = await consume_all(nyc, topic, count=100, timeout=60, isolation_level="read_committed")
+        state = supervisor.states[settings.name]
+        assert (state.state, state.restarts) == ("running", 0), state.last_error
+    assert {r.value for r in got} == {f"old-{i}".encode() for i in range(50)}
