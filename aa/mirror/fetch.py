@@ -67,6 +67,8 @@ class Fetcher:
         batch = await self.ctx.clients.consumer.getmany(
             timeout_ms=200, max_records=self.ctx.settings.max_poll_records
         )
+        if self.share is not None:
+            self.share.observe(batch)
         for tp in [tp for tp, records in batch.items() if type(records[-1]) is CorruptBatch]:
             self._corrupt(batch, tp)
         if self.skipper is not None:

@@ -3,17 +3,30 @@ not yet acknowledged data, however far it lags.
 
 A lagging flow holds as much as its clients let it: aiokafka buffers up to
 ``max_partition_fetch_bytes`` of fetched data per assigned partition (so it grows with the
-partition count, not with ``fetch_max_bytes``), a fetch response is held two or three times
-while it is read and decoded, and the records between fetch and acknowledgement are held with
-their copy in a producer batch. The budget splits into fixed shares, so the sum stays under it:
+partition count, not with ``fetch_max_bytes``), a fetch response is held twice while it is
+parsed (the bytes received and their copy per partition), and the records between fetch and
+acknowledgement are held with their copy in a producer batch. The budget splits into fixed
+shares, so the sum stays under it:
 
-- a fetch response: at most 1/8 (``fetch_max_bytes``, lowered to fit);
-- fetched data not yet read: at most 1/8, split evenly across the assigned partitions (the
-  per-partition fetch size follows the assignment; Kafka still returns a partition's first
-  batch whole when it is larger);
+- fetched data, all partitions together: at most 1/4 (:attr:`MemoryBudget.fetched_bytes`),
+  split evenly across the assigned partitions (the per-partition fetch size follows the
+  assignment; Kafka still returns a partition's first batch whole when it is larger). One
+  share covers both fetches in flight and data fetched and not yet read: aiokafka asks only
+  for partitions with nothing buffered, so a partition is in one of the two, never both, and
+  a response is at most the sum of its partitions' fetch sizes whatever the number of source
+  brokers. ``fetch_max_bytes`` is lowered to the same share. Once the flow has seen its
+  source batches (:meth:`PartitionShare.observe`), a partition's fetch size is rounded down
+  to whole batches (:func:`whole_batches`): what Kafka adds past the last whole batch is
+  dropped by the consumer and fetched again;
+- the response being parsed, held a second time for that moment: at most 1/4 again;
 - key and value bytes of records between fetch and acknowledgement: at most 1/4, held twice
-  (the record and its copy in a batch); one fetched batch may go over it when nothing else
-  is held, so a record larger than the share still moves.
+  (the fetched bytes and their copy in a batch); one fetched batch may go over it when
+  nothing else is held, so a record larger than the share still moves.
+
+1/4 + 1/4 + 2 x 1/4 = the budget (:meth:`MemoryBudget.worst_case`). Until 2026-11-24 the
+fetched data had two shares of 1/8 (responses, unread data) that counted the same bytes; a
+flow across a WAN then moved at most budget/8 per round trip, one 512 KiB source batch per
+partition at the default budget (docs/benchmarks.md, W4).
 
 The configured ``fetch_max_bytes`` and ``max_partition_fetch_bytes`` stay upper limits.
 """
@@ -25,6 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aa.mirror.errors import aiokafka_part
+from aa.mirror.restamp import RawBatch
 from aa.mirror.settings import FlowSettings
 
 MIB = 1024 * 1024
@@ -49,16 +63,29 @@ class MemoryBudget:
         )
 
     @property
+    def fetched_bytes(self) -> int:
+        """Fetched data, in flight or not yet read, all partitions together."""
+        return self.total // 4
+
+    @property
     def fetch_max_bytes(self) -> int:
-        return max(MIN_PARTITION_FETCH, min(self.fetch_cap, self.total // 8))
+        return max(MIN_PARTITION_FETCH, min(self.fetch_cap, self.fetched_bytes))
 
     @property
     def in_flight_bytes(self) -> int:
+        """Record bytes between fetch and acknowledgement (each held twice)."""
         return self.total // 4
 
     def partition_fetch_bytes(self, assigned: int) -> int:
-        share = (self.total // 8) // max(1, assigned)
+        share = self.fetched_bytes // max(1, assigned)
         return max(MIN_PARTITION_FETCH, min(self.partition_cap, share))
+
+    def worst_case(self, assigned: int) -> int:
+        """What the shares let a flow hold at once with ``assigned`` partitions (leaving out
+        the whole first batch Kafka returns past a partition's fetch size): every partition's
+        fetch, the response being parsed a second time, and the records in flight twice."""
+        fetched = max(1, assigned) * self.partition_fetch_bytes(assigned)
+        return fetched + min(fetched, self.fetch_max_bytes) + 2 * self.in_flight_bytes
 
 
 class PartitionShare:
@@ -77,14 +104,37 @@ class PartitionShare:
         )
         self._budget, self._consumer, self._fetcher = budget, consumer, fetcher
         self._assigned = -1
+        self.largest = 0
+        """The largest source batch handed out whole so far, in bytes (0: none yet)."""
+        self._aligned_to = 0
+
+    def observe(self, batch: Any) -> None:
+        """Note the largest whole source batch of a fetch: the last of each partition's list,
+        when it came undecoded (:class:`~aa.mirror.restamp.RawBatch`)."""
+        for records in batch.values():
+            last = records[-1]
+            if type(last) is RawBatch and len(last.data) > self.largest:
+                self.largest = len(last.data)
 
     def follow(self) -> None:
         """Adjust the per-partition size to the assignment (on assignment, and before each
-        fetch for consumers without a group)."""
+        fetch for consumers without a group), in whole source batches once their size is
+        known (see :func:`whole_batches`)."""
         assigned = len(self._consumer.assignment())
-        if assigned != self._assigned:
-            self._assigned = assigned
-            self._fetcher._max_partition_fetch_bytes = self._budget.partition_fetch_bytes(assigned)
+        if assigned != self._assigned or self.largest != self._aligned_to:
+            self._assigned, self._aligned_to = assigned, self.largest
+            size = whole_batches(self._budget.partition_fetch_bytes(assigned), self.largest)
+            self._fetcher._max_partition_fetch_bytes = size
+
+
+def whole_batches(size: int, largest: int) -> int:
+    """A partition's fetch size rounded down to whole batches of ``largest`` bytes (never
+    below one). Kafka fills a partition's fetch size with whole batches and then the head of
+    the next, which the consumer drops and fetches again: at the default budget, 699 KB per
+    partition of 6 brought one 512 KiB batch and 175 KB for nothing per round trip."""
+    if largest <= 0 or size < largest:
+        return size
+    return size // largest * largest
 
 
 class InFlightBytes:

@@ -12,6 +12,7 @@ import pytest
 
 from aa.mirror.context import StageContext
 from aa.mirror.flow import MirrorFlow
+from aa.mirror.memory import MemoryBudget
 from aa.mirror.settings import FlowSettings
 from aa.mirror.target import Target
 from aa.observe.metrics import Metrics
@@ -59,8 +60,8 @@ async def test_lagging_flow_buffers_no_more_fetched_bytes_than_its_memory_budget
     dc_clusters: dict[str, DcCluster], unique_name: Callable[[str], str]
 ) -> None:
     """A 7.7 MB backlog in 6 partitions, a target that takes nothing: once the consumer holds
-    fetched data for every partition, it holds at most 1/8 of a 2 MiB budget (plus one whole
-    producer batch per partition), not 6 x max_partition_fetch_bytes."""
+    fetched data for every partition, it holds at most the fetched-data share (1/4) of a 2 MiB
+    budget (plus one whole producer batch per partition), not 6 x max_partition_fetch_bytes."""
     sf, nyc = dc_clusters["SF"].bootstrap, dc_clusters["NYC"].bootstrap
     topic = await create_topic(sf, unique_name("memory"), partitions=PARTITIONS)
     value = b"m" * 512
@@ -76,9 +77,11 @@ async def test_lagging_flow_buffers_no_more_fetched_bytes_than_its_memory_budget
             message="fetched data buffered for every partition while the target holds",
         )
         _, held = _buffered(flow)
-        budget = settings.memory_budget_mb * 1024 * 1024
-        allowed = budget // 8 + PARTITIONS * PRODUCER_BATCH
-        assert held <= allowed, f"a lagging flow buffers {held} fetched bytes (budget {budget})"
+        budget = MemoryBudget.of(settings)
+        allowed = budget.fetched_bytes + PARTITIONS * PRODUCER_BATCH
+        assert held <= allowed, (
+            f"a lagging flow buffers {held} fetched bytes (budget {budget.total})"
+        )
     finally:
         flow.release.set()
         stop.set()

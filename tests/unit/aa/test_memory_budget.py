@@ -1,0 +1,84 @@
+"""The shares of a flow's memory budget (:mod:`aa.mirror.memory`): what they let a flow hold
+stays within ``tuning.memory_budget_mb``, and a flow across a WAN gets whole source batches
+per round trip from it (docs/operations.md, memory; docs/benchmarks.md, W4)."""
+
+from __future__ import annotations
+
+import pytest
+from aiokafka import TopicPartition
+
+from aa.mirror.memory import MIB, MemoryBudget, PartitionShare, whole_batches
+from aa.mirror.restamp import RawBatch
+
+SOURCE_BATCH = 512 * 1024 + 61
+"""A full source batch of the bench (``batch_size`` 512 KiB) with its record-batch header."""
+
+
+@pytest.mark.parametrize("budget_mb", [4, 8, 32, 64, 128, 1024])
+@pytest.mark.parametrize("assigned", [1, 2, 6, 64, 1000])
+@pytest.mark.parametrize(
+    ("fetch_cap", "partition_cap"), [(64 * MIB, 4 * MIB), (16 * MIB, MIB), (1024, 1024)]
+)
+def test_what_the_budget_shares_let_a_flow_hold_stays_within_memory_budget_mb(
+    budget_mb: int, assigned: int, fetch_cap: int, partition_cap: int
+) -> None:
+    """Every partition's fetch (in flight or unread), the response being parsed a second
+    time, and the record bytes in flight twice: together at most the budget."""
+    budget = MemoryBudget(budget_mb * MIB, fetch_cap, partition_cap)
+    assert assigned * budget.partition_fetch_bytes(assigned) <= budget.fetched_bytes
+    assert budget.fetch_max_bytes <= budget.fetched_bytes
+    assert budget.worst_case(assigned) <= budget.total
+
+
+def test_a_six_partition_flow_fetches_two_512_kib_batches_per_partition_at_32_mib() -> None:
+    """W4: at 32 MiB each partition's share held one 512 KiB batch and the head of the next
+    (699,050 bytes), so a round trip brought 3 MiB of whole batches; two per partition
+    double what a latency-bound flow moves per round trip, within the same budget."""
+    budget = MemoryBudget(32 * MIB, 64 * MIB, 4 * MIB)
+    assert budget.partition_fetch_bytes(6) >= 2 * SOURCE_BATCH
+    assert budget.fetch_max_bytes >= 6 * 2 * SOURCE_BATCH
+
+
+class _Fetcher:
+    _max_partition_fetch_bytes = 0
+
+
+class _Consumer:
+    """What :class:`PartitionShare` reads of a consumer: its assignment and fetcher."""
+
+    def __init__(self, partitions: int) -> None:
+        self._fetcher = _Fetcher()
+        self.partitions = {TopicPartition("t", p) for p in range(partitions)}
+
+    def assignment(self) -> set[TopicPartition]:
+        return self.partitions
+
+
+def _raw(size: int, offset: int = 0) -> RawBatch:
+    return RawBatch(memoryview(bytes(size)), offset, offset + 1000, 0)
+
+
+def test_a_partition_fetch_size_holds_whole_source_batches_once_their_size_is_seen() -> None:
+    """Kafka fills a partition's fetch size with whole batches and the head of the next, which
+    the consumer drops: at 32 MiB, 1,398,101 bytes per partition of 6 brought two 512 KiB
+    batches and 349 KB fetched again next time. Once a fetch showed the batch size, the
+    fetch size is whole batches (and no more than the share)."""
+    budget = MemoryBudget(32 * MIB, 64 * MIB, 4 * MIB)
+    consumer = _Consumer(6)
+    share = PartitionShare(budget, consumer)
+    share.follow()
+    assert consumer._fetcher._max_partition_fetch_bytes == budget.partition_fetch_bytes(6)
+    tp = TopicPartition("t", 0)
+    share.observe({tp: [_raw(SOURCE_BATCH - 4000), _raw(SOURCE_BATCH, 1000)]})
+    share.follow()
+    assert consumer._fetcher._max_partition_fetch_bytes == 2 * SOURCE_BATCH
+
+
+@pytest.mark.parametrize(
+    ("size", "largest", "expected"),
+    [(1000, 0, 1000), (1000, 3000, 1000), (7000, 3000, 6000), (6000, 3000, 6000)],
+)
+def test_whole_batches_rounds_down_never_below_one_batch(
+    size: int, largest: int, expected: int
+) -> None:
+    assert whole_batches(size, largest) == expected
