@@ -34,7 +34,6 @@ from aa.mirror.pending import Batch
 from aa.mirror.settings import FlowSettings
 from aa.offsets.groups import group_offsets
 from aa.offsets.resume import copied_ends, still_held
-from aa.offsets.sync import SyncDecodeError
 from aa.offsets.writer import COMPACTED_INTERNAL_CONFIGS, ensure_internal_topic
 from aa.tail import TopicReader
 
@@ -213,11 +212,7 @@ class ExactlyOnce:
         store holds nothing (a store that holds positions is trusted as it is), so a start
         with positions does not read the sync topic."""
         s, clients = self._settings, self.clients
-        try:
-            ends = await copied_ends(s.sync_topic, s.target_client, s.source, s.target)
-        except SyncDecodeError as exc:  # nothing there to trust: copy again, never skip
-            clients.log.warning("eos_positions_not_recovered", topic=s.sync_topic, error=str(exc))
-            return {}
+        ends = await copied_ends(s.sync_topic, s.target_client, s.source, s.target)
         lost = {
             tp: end
             for tp, end in ends.items()

@@ -25,9 +25,12 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from aa.errors import AaError
+from aa.logs import get_logger
 from aa.offsets.index import OLDER, RECENT, SourceIndex, TargetIndex
-from aa.offsets.sync import OffsetSync, Repartitioned, decode_sync
+from aa.offsets.sync import OffsetSync, Repartitioned, SyncDecodeError, decode_sync
 from aa.tail import TopicReader
+
+_log = get_logger("aa.offsets")
 
 Exactness = Literal["exact", "behind", "ahead", "before-syncs", "gap", "repartitioned"]
 
@@ -71,6 +74,9 @@ class OffsetSyncStore:
         self._by_target: dict[tuple[str, int], TargetIndex] = {}
         self.ready = False
         self.records_read = 0
+        self.unreadable = 0
+        """Records of the sync topic that are not syncs (skipped)."""
+        self.last_unreadable = ""
 
     def add(self, sync: OffsetSync | Repartitioned) -> None:
         """Add the next record of the sync topic (in the order written)."""
@@ -178,11 +184,28 @@ class OffsetSyncStore:
         """Read what was written since the last call, batch by batch (memory stays bounded
         while a long head of the topic is read)."""
 
+        unreadable = self.unreadable
+
         def handle(records: list[Any]) -> None:
             for r in records:
                 if r.value is not None:
-                    self.add(decode_sync(r.value))
+                    try:
+                        sync = decode_sync(r.value)
+                    except SyncDecodeError as exc:
+                        self.unreadable += 1
+                        self.last_unreadable = f"offset {r.offset}: {exc}"
+                        continue
+                    self.add(sync)
             self.records_read += len(records)
 
         await reader.catch_up_each(handle, timeout)
         self.ready = True
+        if self.unreadable > unreadable:
+            _log.warning(
+                "offset_syncs_unreadable",
+                topic=reader.topic,
+                skipped=self.unreadable - unreadable,
+                last=self.last_unreadable,
+                detail="records that are not offset syncs are skipped; translation uses the "
+                "others (a missing sync can only make an answer behind, never ahead)",
+            )
