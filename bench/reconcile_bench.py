@@ -157,9 +157,47 @@ class PssSampler:
         self._thread = threading.Thread(target=self._loop, name=f"pss-{pid}", daemon=True)
         self._thread.start()
 
+        self.threads: dict[tuple[int, int], tuple[str, float]] = {}
+        """(pid, tid) -> (thread name, CPU seconds last read) of every JVM thread seen."""
+
     def _loop(self) -> None:
         while not self._stop.wait(self._interval):
-            self.peak_kb = max(self.peak_kb, sum(_pss_kb(p) for p in tree(self.pid)))
+            pids = tree(self.pid)
+            self.peak_kb = max(self.peak_kb, sum(_pss_kb(p) for p in pids))
+            for pid in pids:
+                self._read_threads(pid)
+
+    def _read_threads(self, pid: int) -> None:
+        tick = os.sysconf("SC_CLK_TCK")
+        try:
+            if Path(f"/proc/{pid}/comm").read_text().strip() != "java":
+                return
+            tids = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
+        except (OSError, ValueError):
+            return
+        for tid in tids:
+            try:
+                stat = Path(f"/proc/{pid}/task/{tid}/stat").read_text()
+                name = stat[stat.index("(") + 1 : stat.rindex(")")]
+                fields = stat[stat.rindex(")") + 2 :].split()
+                self.threads[(pid, tid)] = (name, (int(fields[11]) + int(fields[12])) / tick)
+            except (OSError, ValueError, IndexError):
+                continue
+
+    def jvm_cpu_s(self) -> dict[str, float]:
+        """CPU seconds of the JVM's threads by kind (as last sampled: up to one interval
+        short for threads that ran until the end)."""
+        kinds = (
+            ("jit", ("C1 Compiler", "C2 Compiler", "C1 CompilerThre", "C2 CompilerThre")),
+            ("tasks", ("Executor task",)),
+            ("gc", ("GC Thread", "VM Thread", "ParGC", "GC ")),
+            ("driver_py4j", ("Thread-",)),
+        )
+        out: dict[str, float] = {}
+        for name, cpu in self.threads.values():
+            kind = next((k for k, prefixes in kinds if name.startswith(prefixes)), "other")
+            out[kind] = round(out.get(kind, 0.0) + cpu, 1)
+        return out
 
     def stop(self) -> int:
         """Stop sampling; the peak in bytes."""
@@ -181,6 +219,7 @@ def run_job(config: Path, topic: str, out: Path, since_ms: int, args: Any) -> di
         "--thresholds", "divergent=1000000000",
     ]  # fmt: skip
     started = time.monotonic()
+    started_at = time.time()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     sampler = Sampler(proc.pid)
     pss = PssSampler(proc.pid)
@@ -197,7 +236,31 @@ def run_job(config: Path, topic: str, out: Path, since_ms: int, args: Any) -> di
         "peak_pss": peak_pss,
         "summary": summary,
         "code": proc.returncode,
+        "stages_s": stage_times(err.decode(errors="replace"), started_at),
+        "jvm_cpu_s": pss.jvm_cpu_s(),
     }
+
+
+def stage_times(stderr: str, started_at: float) -> dict[str, float]:
+    """Seconds from the job's launch to each of its ``reconcile.stage`` log lines (and to
+    ``reconcile.done``): where the wall time before the first Spark job goes."""
+    from datetime import datetime
+
+    out: dict[str, float] = {}
+    for line in stderr.splitlines():
+        if not line.startswith("{"):
+            continue
+        try:
+            entry = json.loads(line)
+            at = datetime.fromisoformat(entry["timestamp"].replace("Z", "+00:00")).timestamp()
+        except (ValueError, KeyError, TypeError, AttributeError):
+            continue
+        event = entry.get("event")
+        if event == "reconcile.stage":
+            out.setdefault(str(entry.get("stage")), round(at - started_at, 1))
+        elif event == "reconcile.done":
+            out["done"] = round(at - started_at, 1)
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -271,6 +334,10 @@ def main(argv: list[str] | None = None) -> int:
                 "cpu_s": round(r["usage"].cpu_s, 1),
                 "load_avg_1m_before": round(load_before, 2),
                 "load_avg_1m_after": round(os.getloadavg()[0], 2),
+                # seconds from the job's launch to each stage's start (its log lines)
+                "stages_s": r["stages_s"],
+                # the JVM's threads by kind: the JIT, task threads, GC, py4j (planning)
+                "jvm_cpu_s": r["jvm_cpu_s"],
             }
             print(json.dumps(row), flush=True)
             results.append(row)

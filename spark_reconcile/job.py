@@ -35,7 +35,7 @@ from spark_reconcile.probe import PartitionRange, Probe, probe
 from spark_reconcile.records import decode_slow, decode_slow_rows, finish, prepare
 from spark_reconcile.repair import repair
 from spark_reconcile.report import render_html
-from spark_reconcile.session import build_session
+from spark_reconcile.session import build_session, finish_session
 from spark_reconcile.source import read_dcs, read_positions
 from spark_reconcile.state import RunState, load_state, save_state
 from spark_reconcile.summarise import SAMPLE, counts_by, record_counts, sample, to_jsonable
@@ -109,17 +109,21 @@ def run(opts: JobOptions) -> int:
         master=opts.master,
         driver_memory=opts.driver_memory,
         shuffle_partitions=opts.shuffle_partitions,
+        jvm_cache=True,
     )
     try:
-        summary = reconcile(spark, plan, window, probed, opts)
+        try:
+            summary = reconcile(spark, plan, window, probed, opts)
+        finally:
+            shutil.rmtree(records_dir(opts.out).parent, ignore_errors=True)
+        if opts.repair and summary["counts"]["missing"]:
+            _log().info("reconcile.stage", stage="repair", records=summary["counts"]["missing"])
+            partitions = _partition_counts(all_ranges)
+            todo = spark.read.parquet(str(opts.out / "findings" / "repair"))
+            done = repair(_recheck(spark, plan, window, probed, todo, opts), plan, partitions)
+            summary["repair"] = [{"target": k, "published": v} for k, v in sorted(done.items())]
     finally:
-        shutil.rmtree(records_dir(opts.out).parent, ignore_errors=True)
-    if opts.repair and summary["counts"]["missing"]:
-        _log().info("reconcile.stage", stage="repair", records=summary["counts"]["missing"])
-        partitions = _partition_counts(all_ranges)
-        todo = spark.read.parquet(str(opts.out / "findings" / "repair"))
-        done = repair(_recheck(spark, plan, window, probed, todo, opts), plan, partitions)
-        summary["repair"] = [{"target": k, "published": v} for k, v in sorted(done.items())]
+        finish_session(spark)  # the first run on a machine writes the JVM's AOT cache here
     _write_outputs(opts.out, summary)
     if probed.unreachable:
         code = 2  # never advance the state past a window some DC was not checked in

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from spark_reconcile import jvm_cache as jvm_cache_mod
 from spark_reconcile.errors import ReconcileError
 
 C2_THRESHOLDS = (
@@ -41,15 +42,19 @@ def build_session(
     jars: Sequence[Path] | None = None,
     extra: Mapping[str, str] | None = None,
     app_name: str = "aa-reconcile",
+    jvm_cache: bool = False,
 ) -> Any:
     """A SparkSession for the job.
 
     Locally: ``local[*]`` (or ``master``), the Kafka source jars on ``spark.jars`` (resolved by
     Maven into the cache, no network at run time), few shuffle partitions, UI and console
     progress bars off. Under ``spark-submit`` the submitter's master, jars and memory win; only
-    ``master`` given explicitly is applied.
+    ``master`` given explicitly is applied. ``jvm_cache``: locally, the driver JVM uses (or
+    the first run trains) an ahead-of-time cache on JDK 25+ (:mod:`spark_reconcile.jvm_cache`);
+    a run that trains it must end with :func:`finish_session`.
     """
     try:
+        from pyspark import SparkContext
         from pyspark.sql import SparkSession
     except ImportError:
         raise ReconcileError(
@@ -57,6 +62,7 @@ def build_session(
         ) from None
     builder = SparkSession.builder.appName(app_name)
     submitted = under_spark_submit()
+    cache = jvm_cache_mod.NONE
     if master or not submitted:
         builder = builder.master(master or "local[*]")
     if not submitted:
@@ -69,6 +75,18 @@ def build_session(
         # the JVM starts from this environment: few glibc malloc arenas (each thread would
         # otherwise get its own, resident memory beyond the heap); a value already set wins
         os.environ.setdefault("MALLOC_ARENA_MAX", "2")
+        if jvm_cache and SparkContext._active_spark_context is None:
+            import pyspark
+
+            from aa.dev.artifacts import cache_root
+
+            cache = jvm_cache_mod.cache_options(
+                cache_root() / "reconcile-jvm",
+                Path(pyspark.__file__).parent,
+                pyspark.__version__,
+                jars,
+            )
+        java_options = " ".join(o for o in (LOCAL_JAVA_OPTIONS, cache.options) if o)
         builder = (
             builder.config("spark.pyspark.python", sys.executable)
             .config("spark.jars", ",".join(str(j) for j in jars))
@@ -78,7 +96,7 @@ def build_session(
             .config("spark.driver.host", "127.0.0.1")
             .config("spark.driver.bindAddress", "127.0.0.1")
             # spark-submit's --driver-java-options (PYSPARK_SUBMIT_ARGS) or ``extra`` win
-            .config("spark.driver.extraJavaOptions", LOCAL_JAVA_OPTIONS)
+            .config("spark.driver.extraJavaOptions", java_options)
         )
     if shuffle_partitions is not None:
         builder = builder.config("spark.sql.shuffle.partitions", str(shuffle_partitions))
@@ -97,7 +115,31 @@ def build_session(
         builder = builder.config(k, v)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
+    if cache.training is not None:
+        _TRAINING[id(spark)] = cache
     return spark
+
+
+_TRAINING: dict[int, jvm_cache_mod.JvmCache] = {}
+"""Sessions whose JVM trains the AOT cache as it exits (:func:`finish_session` finishes it)."""
+
+
+def finish_session(spark: Any) -> None:
+    """End of a run: when ``spark``'s JVM trains the AOT cache (the first run on a machine),
+    stop it, wait for the JVM to write the cache as it exits and move it into place; any other
+    session is left running (a caller's session is theirs). A training that fails leaves no
+    cache: the next run trains again."""
+    cache = _TRAINING.pop(id(spark), None)
+    if cache is None:
+        return
+    from pyspark import SparkContext
+
+    # pyspark keeps its JVM's Popen on the gateway
+    jvm = getattr(SparkContext._gateway, "proc", None)
+    spark.stop()
+    SparkContext._gateway = None  # a later session launches a JVM of its own
+    SparkContext._jvm = None
+    jvm_cache_mod.finish_training(cache, jvm)
 
 
 def _local_cores(master: str | None) -> int:
