@@ -23,7 +23,6 @@ from aa.config import load_config
 from aa.errors import AaError
 from aa.logs import configure, get_logger
 from spark_reconcile import findings
-from spark_reconcile.findings.delay import unmeasured
 from spark_reconcile.findings.divergent import COUNTED, suspect_keys
 from spark_reconcile.findings.missing import EXPIRED, IN_FLIGHT, MISSING
 from spark_reconcile.findings.presence import Flagged, flag_dcs, flagged_only
@@ -38,7 +37,14 @@ from spark_reconcile.report import render_html
 from spark_reconcile.session import build_session, finish_session
 from spark_reconcile.source import read_dcs, read_positions
 from spark_reconcile.state import RunState, load_state, save_state
-from spark_reconcile.summarise import SAMPLE, counts_by, record_counts, sample, to_jsonable
+from spark_reconcile.summarise import (
+    SAMPLE,
+    counts_by,
+    nulls_first,
+    record_and_unmeasured_counts,
+    sample,
+    to_jsonable,
+)
 from spark_reconcile.thresholds import COUNT_FINDINGS
 from spark_reconcile.window import Window, parse_time
 
@@ -319,9 +325,11 @@ def reconcile(
     )
     p99 = {f"{r['flow']} {r['ltopic']}": float(r["p99_ms"]) for r in delay_rows}
     crossed = opts.thresholds.crossed(counts, p99)
-    missing_buckets = {
-        str(r["bucket"]): r["count"] for r in counts_by(written["missing"], "bucket")
-    }
+    # missing per flow and per bucket, in flight and expired per flow, record counts and the
+    # copies without aa-ts: one query each pair (every query costs planning and codegen)
+    missing_by_flow, missing_buckets = _missing_by_flow_and_bucket(written["missing"])
+    absent_by_flow = _absent_by_flow(absent)
+    record_rows, unmeasured_rows = record_and_unmeasured_counts(records)
     delay_buckets: dict[str, dict[str, float]] = {}
     for r in records.transform(findings.delay_by_bucket()).collect():
         delay_buckets.setdefault(r.flow, {})[str(r.bucket)] = float(r.p99_ms)
@@ -346,15 +354,13 @@ def reconcile(
         "counts": counts,
         "thresholds": dict(opts.thresholds.limits),
         "thresholds_crossed": crossed,
-        "records": to_jsonable(record_counts(records)),
-        "missing_by_flow": to_jsonable(counts_by(written["missing"], "origin", "target", "ltopic")),
-        "in_flight": _by_flow(absent, IN_FLIGHT),
-        "expired": _by_flow(absent, EXPIRED),
+        "records": to_jsonable(record_rows),
+        "missing_by_flow": to_jsonable(missing_by_flow),
+        "in_flight": absent_by_flow.get(IN_FLIGHT, []),
+        "expired": absent_by_flow.get(EXPIRED, []),
         "divergent_by_reason": by_reason,
         "delay": delay_rows,
-        "delay_unmeasured": to_jsonable(
-            [r.asDict() for r in records.transform(unmeasured).orderBy("flow").collect()]
-        ),
+        "delay_unmeasured": to_jsonable(unmeasured_rows),
         "completeness": completeness_rows,
         "charts": {"missing_per_bucket": missing_buckets, "delay_p99_per_bucket": delay_buckets},
         "samples": samples,
@@ -442,13 +448,34 @@ def _not_older_than_target(
     return transform
 
 
-def _by_flow(absent: Any, status: str) -> list[dict[str, Any]]:
-    from pyspark.sql import functions as F
+def _absent_by_flow(absent: Any) -> dict[str, list[dict[str, Any]]]:
+    """Per status of ``absent`` (in flight, expired...): records per flow and topic."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for r in counts_by(absent, "status", "origin", "target", "ltopic"):
+        out.setdefault(r["status"], []).append(
+            {**{k: r[k] for k in ("origin", "target", "ltopic")}, "records": r["count"]}
+        )
+    return out
 
-    rows = counts_by(absent.filter(F.col("status") == status), "origin", "target", "ltopic")
-    return [
-        {**{k: r[k] for k in ("origin", "target", "ltopic")}, "records": r["count"]} for r in rows
-    ]
+
+def _missing_by_flow_and_bucket(
+    missing: Any,
+) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """Missing records per flow and topic (ordered by origin, target, topic) and per time
+    bucket, from one aggregation."""
+    per_flow: dict[tuple[Any, ...], int] = {}
+    per_bucket: dict[Any, int] = {}
+    for r in counts_by(missing, "origin", "target", "ltopic", "bucket"):
+        flow = (r["origin"], r["target"], r["ltopic"])
+        per_flow[flow] = per_flow.get(flow, 0) + r["count"]
+        per_bucket[r["bucket"]] = per_bucket.get(r["bucket"], 0) + r["count"]
+    return (
+        [
+            {"origin": o, "target": t, "ltopic": lt, "count": per_flow[(o, t, lt)]}
+            for o, t, lt in sorted(per_flow, key=nulls_first)
+        ],
+        {str(b): per_bucket[b] for b in sorted(per_bucket, key=lambda b: (b is not None, b))},
+    )
 
 
 def _with_payload(rows: Any, with_values: Callable[[Any], Any]) -> Any:

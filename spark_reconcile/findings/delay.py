@@ -11,16 +11,34 @@ QUANTILES = (0.5, 0.9, 0.99)
 ACCURACY = 10_000
 
 
-def _copies(df: Any) -> Any:
+def _is_copy() -> Any:
     from pyspark.sql import functions as F
 
-    previous = F.when(F.size("path") >= 2, F.element_at("path", -2)).otherwise(F.col("origin"))
-    return df.filter(
+    return (
         F.col("in_window")
         & F.col("has_prov")
         & F.col("prov_error").isNull()
         & (F.col("origin") != F.col("dc"))
-    ).withColumn("flow", F.concat(previous, F.lit("->"), F.col("dc")))
+    )
+
+
+def _flow() -> Any:
+    from pyspark.sql import functions as F
+
+    previous = F.when(F.size("path") >= 2, F.element_at("path", -2)).otherwise(F.col("origin"))
+    return F.concat(previous, F.lit("->"), F.col("dc"))
+
+
+def _copies(df: Any) -> Any:
+    return df.filter(_is_copy()).withColumn("flow", _flow())
+
+
+def unmeasured_flow() -> Any:
+    """The flow of a copy :func:`unmeasured` counts (in the window, without ``aa-ts``), null
+    for every other record: lets one aggregation of every record count them too."""
+    from pyspark.sql import functions as F
+
+    return F.when(_is_copy() & F.col("mirrored_at").isNull(), _flow())
 
 
 def measured(df: Any) -> Any:

@@ -171,6 +171,53 @@ def test_delay_percentiles_per_flow(spark: Any) -> None:
     assertDataFrameEqual(df.transform(unmeasured), [("SF->NYC", 1)])
 
 
+def test_record_and_unmeasured_counts_from_one_query_match_the_separate_queries(
+    spark: Any,
+) -> None:
+    """The job's one aggregation for the summary's record counts and copies without aa-ts
+    gives the rows the two separate queries give (local writes, copies with and without
+    aa-ts, a copy out of the window, two flows and two DCs)."""
+    from pyspark.sql import functions as F
+
+    from spark_reconcile.findings.delay import unmeasured
+    from spark_reconcile.summarise import record_and_unmeasured_counts
+
+    rows = [
+        copy_of(Row(b"k", b"v", (), T0 + i), "SF", "NYC", "orders", i, lag_ms=10) for i in range(3)
+    ]
+    no_ts = [replace(r, headers=r.headers[:-1]) for r in rows[:2]]
+    late = copy_of(Row(b"k", b"v", (), T0 + 7_200_000), "SF", "NYC", "orders", 9, lag_ms=10)
+    from_lon = copy_of(Row(b"k", b"v", (), T0 + 5), "LON", "SF", "orders", 4, lag_ms=10)
+    df = _normalised(
+        spark,
+        {
+            "NYC": [*rows, *no_ts, late],
+            "SF": [Row(b"k", b"v", (), T0 + 1), replace(from_lon, headers=from_lon.headers[:-1])],
+            "LON": [Row(b"k", b"v", (), T0 + 2)],
+        },
+        {},
+    )
+    counts, unmeasured_rows = record_and_unmeasured_counts(df)
+    w = df.filter(F.col("in_window"))
+    separate = (
+        w.groupBy("dc", "ltopic")
+        .agg(
+            F.count(F.lit(1)).alias("records"),
+            F.sum(F.when(~F.col("has_prov"), 1).otherwise(0)).alias("without_provenance"),
+            F.sum(F.when(F.col("has_prov"), 1).otherwise(0)).alias("copies"),
+            F.sum(F.when(F.col("has_prov") & F.col("mirrored_at").isNull(), 1).otherwise(0)).alias(
+                "copies_without_aa_ts"
+            ),
+        )
+        .orderBy("dc", "ltopic")
+    )
+    assert counts == [r.asDict() for r in separate.collect()]
+    assert unmeasured_rows == [
+        r.asDict() for r in df.transform(unmeasured).orderBy("flow").collect()
+    ]
+    assert unmeasured_rows == [{"flow": "LON->SF", "copies": 1}, {"flow": "SF->NYC", "copies": 2}]
+
+
 def test_native_event_decode_agrees_with_conflicts_decoder(spark: Any) -> None:
     """The native fast path accepts only what ``Event.decode`` accepts, with the same id and
     key; every other row gets the Python decoder's verdict (an id or its exact error)."""
