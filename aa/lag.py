@@ -18,7 +18,7 @@ from aa.config import Flow, Topology
 from aa.lifecycle import started
 from aa.mirror import batches
 from aa.mirror.build import flow_settings
-from aa.mirror.eos import StoredOffsets, stored_offsets
+from aa.mirror.positions import StoredOffsets, stored_offsets
 from aa.mirror.settings import FlowSettings
 from aa.offsets.groups import group_offsets
 from aa.policy import FlowRouter

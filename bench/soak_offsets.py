@@ -39,7 +39,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
 from aa.admin import ClusterAdmin
 from aa.dev import cluster as devcluster
-from aa.mirror.eos import OFFSETS_TOPIC_CONFIGS, StoredOffsets, offset_key
+from aa.mirror.positions import OFFSETS_TOPIC_CONFIGS, StoredOffsets, offset_key
 from aa.mirror.settings import FlowSettings
 from aa.offsets.store import OffsetSyncStore
 from aa.offsets.writer import SYNC_TOPIC_CONFIGS, OffsetSyncWriter, ensure_internal_topic

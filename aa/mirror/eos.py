@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import orjson
@@ -31,77 +31,11 @@ from aa.mirror.delivery import FlowClients
 from aa.mirror.errors import FlowError
 from aa.mirror.incarnations import Incarnations
 from aa.mirror.pending import Batch
+from aa.mirror.positions import OFFSETS_TOPIC_CONFIGS, offset_key, stored_offsets
 from aa.mirror.settings import FlowSettings
 from aa.offsets.groups import group_offsets
 from aa.offsets.resume import copied_ends, still_held
-from aa.offsets.writer import COMPACTED_INTERNAL_CONFIGS, ensure_internal_topic
-from aa.tail import TopicReader
-
-OFFSETS_TOPIC_CONFIGS = dict(COMPACTED_INTERNAL_CONFIGS)
-"""One record per source partition after compaction; segments roll every 10 minutes or 1 MiB
-so that the cleaner keeps the uncompacted head small (it never cleans the active segment)."""
-
-
-def offset_key(tp: TopicPartition) -> bytes:
-    return f"{tp.topic}/{tp.partition}".encode()
-
-
-def parse_offsets(
-    records: Iterable[Any],
-    into: dict[TopicPartition, int] | None = None,
-    ids: dict[TopicPartition, str | None] | None = None,
-) -> dict[TopicPartition, int]:
-    """The newest stored offset per source partition (updating ``into`` when given), and in
-    ``ids`` the source topic id stored with it (``None`` in records written before ids were)."""
-    out: dict[TopicPartition, int] = {} if into is None else into
-    for r in records:
-        if r.key is None or r.value is None:
-            continue
-        topic, _, part = r.key.decode().rpartition("/")
-        tp = TopicPartition(topic, int(part))
-        value = orjson.loads(r.value)
-        out[tp] = int(value["offset"])
-        if ids is not None:
-            ids[tp] = value.get("topic_id")
-    return out
-
-
-class StoredOffsets:
-    """The source offsets an exactly-once flow committed on its target, read once and then
-    kept up to date by reading only what was written since (the lag exporter refreshes every
-    few seconds: it must not re-read the topic each time)."""
-
-    def __init__(self, settings: FlowSettings) -> None:
-        self.topic = settings.eos_offsets_topic
-        self._reader = TopicReader(self.topic, settings.target_client)
-        self.offsets: dict[TopicPartition, int] = {}
-        self.ids: dict[TopicPartition, str | None] = {}
-        self.records_read = 0
-
-    async def refresh(self) -> dict[TopicPartition, int]:
-        await self._reader.start()
-        self.records_read += await self._reader.catch_up_each(
-            lambda records: parse_offsets(records, self.offsets, self.ids)
-        )
-        return dict(self.offsets)
-
-    async def close(self) -> None:
-        await self._reader.close()
-
-    async def __aenter__(self) -> StoredOffsets:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
-
-async def stored_offsets(
-    settings: FlowSettings,
-) -> tuple[dict[TopicPartition, int], dict[TopicPartition, str | None]]:
-    """The source offsets an exactly-once flow has committed on its target, and the source
-    topic id stored with each."""
-    async with StoredOffsets(settings) as stored:
-        return await stored.refresh(), dict(stored.ids)
+from aa.offsets.writer import ensure_internal_topic
 
 
 def is_fenced(exc: BaseException) -> bool:

@@ -15,7 +15,7 @@ import orjson
 import pytest
 from aiokafka import TopicPartition
 
-from aa.mirror.eos import stored_offsets
+from aa.mirror.positions import stored_offsets
 from aa.tail import read_topic
 from tests.conftest import DcCluster
 from tests.helpers.kafka import Rec, consume_all, create_topic, eventually, produce

@@ -18,7 +18,7 @@ from aa import background
 from aa.admin import ClusterAdmin
 from aa.config import load_config
 from aa.mirror.build import build_flows
-from aa.mirror.eos import OFFSETS_TOPIC_CONFIGS
+from aa.mirror.positions import OFFSETS_TOPIC_CONFIGS
 from aa.observe.metrics import Metrics
 from aa.offsets.writer import ensure_internal_topic
 from tests.conftest import DcCluster

@@ -66,3 +66,28 @@ async def test_eos_positions_lost_with_a_record_in_the_sync_topic_that_is_not_a_
         assert (state.state, state.restarts) == ("running", 0), state.last_error
     values = sorted(r.value.decode() for r in got)
     assert len(values) == 60, f"{len(values) - len(set(values))} copied twice"
+
+
+async def test_eos_record_in_the_positions_topic_that_is_not_a_position_does_not_stop_the_flow(
+    dc_clusters: dict[str, DcCluster], unique_name: Names
+) -> None:
+    """A foreign record in ``aa.offsets.<A>.internal`` failed every start of the flow (a restart
+    loop). It is skipped with a warning; the flow's own positions still hold."""
+    eos = await eos_flow(
+        dc_clusters, unique_name, "positions-foreign", partitions=1, commit_interval_s=0.2
+    )
+    sf, nyc, topic, settings, router = eos.sf, eos.nyc, eos.topic, eos.settings, eos.router
+    await produce(sf, topic, [Rec(None, f"old-{i}".encode()) for i in range(50)])
+    async with running_flow(settings, router):
+        await consume_all(nyc, topic, count=50, timeout=60, isolation_level="read_committed")
+
+    await produce(nyc, settings.eos_offsets_topic, [Rec(b"x", b"not a position")])
+    await produce(sf, topic, [Rec(None, f"new-{i}".encode()) for i in range(10)])
+    async with supervised(settings, router) as supervisor:
+        got = await consume_all(
+            nyc, topic, count=60, timeout=60, isolation_level="read_committed", settle=3.0
+        )
+        state = supervisor.states[settings.name]
+        assert (state.state, state.restarts) == ("running", 0), state.last_error
+    values = sorted(r.value.decode() for r in got)
+    assert len(values) == 60, f"{len(values) - len(set(values))} copied twice"
