@@ -15,7 +15,7 @@ from typing import Any
 from aiokafka import AIOKafkaProducer, TopicPartition
 
 from aa.admin import ClusterAdmin
-from aa.checkpoints.model import Checkpoint, Checkpoints
+from aa.checkpoints.model import Checkpoint, CheckpointDecodeError, Checkpoints
 from aa.config import Topology, client_kwargs, names
 from aa.errors import AaError
 from aa.lifecycle import started
@@ -55,9 +55,19 @@ def selected(topology: Topology, groups: list[str]) -> list[str]:
 
 
 async def read_checkpoints(topic: str, client: Mapping[str, Any]) -> Checkpoints:
-    state = Checkpoints()
+    """The checkpoints written so far (a restarted task never steps back). A record that is
+    not a checkpoint is skipped with a warning: it can only make the task write one again."""
+    state, unreadable = Checkpoints(), []
     async with TopicReader(topic, client) as reader:
-        state.remember(Checkpoint.decode(r.value) for r in await reader.catch_up() if r.value)
+        for r in await reader.catch_up():
+            try:
+                state.remember([Checkpoint.decode(r.value)] if r.value else [])
+            except CheckpointDecodeError as exc:
+                unreadable.append(f"offset {r.offset}: {exc}")
+    if unreadable:
+        get_logger("aa.checkpoints").warning(
+            "checkpoints_unreadable", topic=topic, skipped=len(unreadable), last=unreadable[-1]
+        )
     return state
 
 

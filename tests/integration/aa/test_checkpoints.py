@@ -24,7 +24,7 @@ from tests.helpers.processes import write_topology
 pytestmark = pytest.mark.integration
 
 
-async def test_checkpoints_apply_only_to_idle_groups_and_never_go_back(
+async def test_checkpoints_apply_only_to_idle_groups_and_never_go_back_past_a_foreign_record(
     tmp_path: Path, dc_clusters: dict[str, DcCluster], unique_name: Callable[[str], str]
 ) -> None:
     a, b = f"S{uuid.uuid4().hex[:6]}", f"N{uuid.uuid4().hex[:6]}"
@@ -71,9 +71,11 @@ async def test_checkpoints_apply_only_to_idle_groups_and_never_go_back(
     assert await group_offsets(dst, group) == {tp: 60}  # idle in NYC: applied
     assert await group_offsets(dst, busy) == {}  # active in NYC: left alone
 
-    # rewind the group in SF; a restarted task neither emits nor applies a step back
+    # rewind the group in SF; a restarted task neither emits nor applies a step back, and a
+    # record in its checkpoint topic that is not a checkpoint does not stop it from starting
     await commit_group_offsets(src, a, group, {tp: 10})
     task = CheckpointTask(topology, a, b)
+    await produce(nyc, task.topic, [Rec(b"x", b"not a checkpoint")])
     try:
         assert await task.once() == []
         assert task.state.latest[(group, topic, 0)].downstream == 60
