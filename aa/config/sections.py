@@ -110,10 +110,10 @@ class Tuning:
         32,
         Integer(lo=4),
         "MiB one flow may hold in fetched and not yet acknowledged data, however far it lags: "
-        "fetch responses at most 1/8 of it, data fetched and not yet read at most 1/8 (split "
-        "across the flow's assigned partitions), record bytes between fetch and acknowledgement "
-        "at most 1/4; `fetch_max_bytes` and `max_partition_fetch_bytes` are lowered to fit "
-        "(see docs/operations.md, memory)",
+        "fetched data (in flight or not yet read) at most 1/4 of it, split across the flow's "
+        "assigned partitions in whole source batches; the response being parsed 1/4; record "
+        "bytes between fetch and acknowledgement at most 1/4, held twice; `fetch_max_bytes` and "
+        "`max_partition_fetch_bytes` are lowered to fit (see docs/operations.md, memory)",
         flow="memory_budget_mb",
     )
     batch_size: int = setting(
