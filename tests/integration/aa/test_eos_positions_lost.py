@@ -6,10 +6,11 @@ transactions and say how far it copied: the flow resumes from them."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import pytest
 
+from aa.mirror.settings import FlowSettings
 from tests.conftest import DcCluster
 from tests.helpers.kafka import Rec, consume_all, delete_topic, produce
 from tests.helpers.mirror import eos_flow, running_flow, supervised
@@ -41,47 +42,44 @@ async def test_eos_offsets_topic_deleted_while_stopped_resumes_from_the_syncs_wi
     assert set(values) == {f"old-{i}" for i in range(300)} | {f"new-{i}" for i in range(100)}
 
 
-async def test_eos_positions_lost_with_a_record_in_the_sync_topic_that_is_not_a_sync(
-    dc_clusters: dict[str, DcCluster], unique_name: Names
-) -> None:
-    """A record that is not a sync (written there by mistake) is skipped with a warning: the
-    flow's own syncs still say where the copy ended, so it neither fails at every start nor
-    copies again."""
-    eos = await eos_flow(
-        dc_clusters, unique_name, "positions-garbled", partitions=1, commit_interval_s=0.2
+async def _sync_topic_foreign_record_and_positions_lost(settings: FlowSettings) -> None:
+    await delete_topic(settings.target_client["bootstrap_servers"], settings.eos_offsets_topic)
+    await produce(
+        settings.target_client["bootstrap_servers"],
+        settings.sync_topic,
+        [Rec(b"x", b"not an offset sync")],
     )
+
+
+async def _positions_topic_foreign_record(settings: FlowSettings) -> None:
+    await produce(
+        settings.target_client["bootstrap_servers"],
+        settings.eos_offsets_topic,
+        [Rec(b"x", b"not a position")],
+    )
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [_sync_topic_foreign_record_and_positions_lost, _positions_topic_foreign_record],
+    ids=["positions-lost-and-a-foreign-record-in-the-sync-topic", "foreign-record-in-positions"],
+)
+async def test_eos_flow_past_a_foreign_record_in_its_internal_topics_neither_stops_nor_copies_again(
+    dc_clusters: dict[str, DcCluster],
+    unique_name: Names,
+    damage: Callable[[FlowSettings], Awaitable[None]],
+) -> None:
+    """A record that is not a position or a sync (written there by mistake) made every start of
+    the flow fail (a restart loop, then parked), or, with the positions lost, made it copy
+    everything again. It is skipped with a warning: the flow's own records still say where the
+    copy ended."""
+    eos = await eos_flow(dc_clusters, unique_name, "foreign", partitions=1, commit_interval_s=0.2)
     sf, nyc, topic, settings, router = eos.sf, eos.nyc, eos.topic, eos.settings, eos.router
     await produce(sf, topic, [Rec(None, f"old-{i}".encode()) for i in range(50)])
     async with running_flow(settings, router):
         await consume_all(nyc, topic, count=50, timeout=60, isolation_level="read_committed")
 
-    await delete_topic(nyc, settings.eos_offsets_topic)
-    await produce(nyc, settings.sync_topic, [Rec(b"x", b"not an offset sync")])
-    await produce(sf, topic, [Rec(None, f"new-{i}".encode()) for i in range(10)])
-    async with supervised(settings, router) as supervisor:
-        got = await consume_all(
-            nyc, topic, count=60, timeout=60, isolation_level="read_committed", settle=3.0
-        )
-        state = supervisor.states[settings.name]
-        assert (state.state, state.restarts) == ("running", 0), state.last_error
-    values = sorted(r.value.decode() for r in got)
-    assert len(values) == 60, f"{len(values) - len(set(values))} copied twice"
-
-
-async def test_eos_record_in_the_positions_topic_that_is_not_a_position_does_not_stop_the_flow(
-    dc_clusters: dict[str, DcCluster], unique_name: Names
-) -> None:
-    """A foreign record in ``aa.offsets.<A>.internal`` failed every start of the flow (a restart
-    loop). It is skipped with a warning; the flow's own positions still hold."""
-    eos = await eos_flow(
-        dc_clusters, unique_name, "positions-foreign", partitions=1, commit_interval_s=0.2
-    )
-    sf, nyc, topic, settings, router = eos.sf, eos.nyc, eos.topic, eos.settings, eos.router
-    await produce(sf, topic, [Rec(None, f"old-{i}".encode()) for i in range(50)])
-    async with running_flow(settings, router):
-        await consume_all(nyc, topic, count=50, timeout=60, isolation_level="read_committed")
-
-    await produce(nyc, settings.eos_offsets_topic, [Rec(b"x", b"not a position")])
+    await damage(settings)
     await produce(sf, topic, [Rec(None, f"new-{i}".encode()) for i in range(10)])
     async with supervised(settings, router) as supervisor:
         got = await consume_all(
