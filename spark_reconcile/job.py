@@ -22,7 +22,7 @@ import orjson
 from aa.config import load_config
 from aa.errors import AaError
 from aa.logs import configure, get_logger
-from spark_reconcile import findings
+from spark_reconcile import findings, jvm_cache
 from spark_reconcile.findings.divergent import COUNTED, suspect_keys
 from spark_reconcile.findings.missing import EXPIRED, IN_FLIGHT, MISSING
 from spark_reconcile.findings.presence import Flagged, flag_dcs, flagged_only
@@ -115,7 +115,7 @@ def run(opts: JobOptions) -> int:
         master=opts.master,
         driver_memory=opts.driver_memory,
         shuffle_partitions=opts.shuffle_partitions,
-        jvm_cache=True,
+        jvm_cache=jvm_cache.wanted(),
     )
     try:
         try:
