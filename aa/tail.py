@@ -17,6 +17,9 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from aa.errors import AaError
 from aa.lifecycle import AsyncResource
+from aa.logs import get_logger
+
+_log = get_logger("aa.tail")
 
 
 class TopicReader(AsyncResource):
@@ -112,3 +115,31 @@ async def read_topic(
     """Every record of ``topic`` up to its current end (``[]`` when it does not exist)."""
     async with TopicReader(topic, client, isolation_level=isolation_level) as reader:
         return await reader.catch_up()
+
+
+class Unreadable:
+    """Records of an internal topic that are not what it holds (written there by mistake):
+    a reader skips each one (:meth:`skip`) instead of failing every read, and :meth:`warn`
+    logs ``event`` once for what was skipped since it last did. Every reader that uses it
+    errs safely when it skips: behind, or a copy again, never past data."""
+
+    def __init__(self, event: str, detail: str) -> None:
+        self.event, self.detail = event, detail
+        self.count = 0
+        self.last = ""
+        self._warned = 0
+
+    def skip(self, record: Any, exc: BaseException) -> None:
+        self.count += 1
+        self.last = f"offset {record.offset}: {exc}"
+
+    def warn(self, topic: str) -> None:
+        if self.count > self._warned:
+            _log.warning(
+                self.event,
+                topic=topic,
+                skipped=self.count - self._warned,
+                last=self.last,
+                detail=self.detail,
+            )
+            self._warned = self.count

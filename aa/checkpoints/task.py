@@ -27,7 +27,7 @@ from aa.offsets.store import OffsetSyncStore
 from aa.offsets.translate import translate_offset
 from aa.offsets.writer import COMPACTED_INTERNAL_CONFIGS, ensure_internal_topic
 from aa.policy.naming import is_internal
-from aa.tail import TopicReader
+from aa.tail import TopicReader, Unreadable
 
 CHECKPOINT_TOPIC_CONFIGS = dict(COMPACTED_INTERNAL_CONFIGS)
 """One record per group partition after compaction (segments roll small, so it happens)."""
@@ -57,17 +57,15 @@ def selected(topology: Topology, groups: list[str]) -> list[str]:
 async def read_checkpoints(topic: str, client: Mapping[str, Any]) -> Checkpoints:
     """The checkpoints written so far (a restarted task never steps back). A record that is
     not a checkpoint is skipped with a warning: it can only make the task write one again."""
-    state, unreadable = Checkpoints(), []
+    state = Checkpoints()
+    skipped = Unreadable("checkpoints_unreadable", "records that are not checkpoints are skipped")
     async with TopicReader(topic, client) as reader:
         for r in await reader.catch_up():
             try:
                 state.remember([Checkpoint.decode(r.value)] if r.value else [])
             except CheckpointDecodeError as exc:
-                unreadable.append(f"offset {r.offset}: {exc}")
-    if unreadable:
-        get_logger("aa.checkpoints").warning(
-            "checkpoints_unreadable", topic=topic, skipped=len(unreadable), last=unreadable[-1]
-        )
+                skipped.skip(r, exc)
+    skipped.warn(topic)
     return state
 
 

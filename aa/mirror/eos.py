@@ -126,7 +126,7 @@ class ExactlyOnce:
         # is never ahead of the copy.
         group = await group_offsets(s.source_client, s.group_id)
         if s.offset_syncs and not stored:  # a new flow, or its positions topic was lost
-            stored.update(await self._lost(stored, group, set(stale)))
+            stored.update(await self._lost(group, set(stale)))
         self._next = {tp: max(stored.get(tp, 0), group.get(tp, 0)) for tp in {*stored, *group}}
         clients.log.info(
             "eos_resumed",
@@ -136,21 +136,18 @@ class ExactlyOnce:
         )
 
     async def _lost(
-        self,
-        stored: Mapping[TopicPartition, int],
-        group: Mapping[TopicPartition, int],
-        recreated: set[str],
+        self, group: Mapping[TopicPartition, int], recreated: set[str]
     ) -> dict[TopicPartition, int]:
-        """Positions missing from the store that the flow's committed offset syncs know
-        (:mod:`aa.offsets.resume`): the store was deleted or emptied. Read only when the
-        store holds nothing (a store that holds positions is trusted as it is), so a start
-        with positions does not read the sync topic."""
+        """The positions the flow's committed offset syncs know (:mod:`aa.offsets.resume`),
+        for a store that holds none: deleted or emptied. Called only then (a store that holds
+        positions is trusted as it is), so a start with positions does not read the sync
+        topic. Syncs of ``recreated`` topics describe an older incarnation: not used."""
         s, clients = self._settings, self.clients
         ends = await copied_ends(s.sync_topic, s.target_client, s.source, s.target)
         lost = {
             tp: end
             for tp, end in ends.items()
-            if tp not in stored and tp.topic not in recreated and end > group.get(tp, 0)
+            if tp.topic not in recreated and end > group.get(tp, 0)
         }
         found = await still_held(clients.consumer, lost) if lost else {}
         if found:

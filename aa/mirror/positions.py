@@ -11,12 +11,9 @@ from typing import Any
 import orjson
 from aiokafka import TopicPartition
 
-from aa.logs import get_logger
 from aa.mirror.settings import FlowSettings
 from aa.offsets.writer import COMPACTED_INTERNAL_CONFIGS
-from aa.tail import TopicReader
-
-_log = get_logger("aa.mirror")
+from aa.tail import TopicReader, Unreadable
 
 OFFSETS_TOPIC_CONFIGS = dict(COMPACTED_INTERNAL_CONFIGS)
 """One record per source partition after compaction; segments roll every 10 minutes or 1 MiB
@@ -31,7 +28,7 @@ def parse_offsets(
     records: Iterable[Any],
     into: dict[TopicPartition, int] | None = None,
     ids: dict[TopicPartition, str | None] | None = None,
-    unreadable: list[str] | None = None,
+    unreadable: Unreadable | None = None,
 ) -> dict[TopicPartition, int]:
     """The newest stored offset per source partition (updating ``into`` when given), and in
     ``ids`` the source topic id stored with it (``None`` in records written before ids were).
@@ -48,7 +45,7 @@ def parse_offsets(
             offset, topic_id = int(value["offset"]), value.get("topic_id")
         except (ValueError, TypeError, KeyError, AttributeError) as exc:
             if unreadable is not None:
-                unreadable.append(f"offset {r.offset}: {r.value[:80]!r} ({exc!r})")
+                unreadable.skip(r, exc)
             continue
         out[tp] = offset
         if ids is not None:
@@ -67,22 +64,18 @@ class StoredOffsets:
         self.offsets: dict[TopicPartition, int] = {}
         self.ids: dict[TopicPartition, str | None] = {}
         self.records_read = 0
+        self._skipped = Unreadable(
+            "eos_positions_unreadable",
+            "records that are not positions are skipped (a partition keeps its older "
+            "position: copies again, never skips)",
+        )
 
     async def refresh(self) -> dict[TopicPartition, int]:
         await self._reader.start()
-        unreadable: list[str] = []
         self.records_read += await self._reader.catch_up_each(
-            lambda records: parse_offsets(records, self.offsets, self.ids, unreadable)
+            lambda records: parse_offsets(records, self.offsets, self.ids, self._skipped)
         )
-        if unreadable:
-            _log.warning(
-                "eos_positions_unreadable",
-                topic=self.topic,
-                skipped=len(unreadable),
-                last=unreadable[-1],
-                detail="records that are not positions are skipped (a partition keeps its "
-                "older position: copies again, never skips)",
-            )
+        self._skipped.warn(self.topic)
         return dict(self.offsets)
 
     async def close(self) -> None:

@@ -25,12 +25,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from aa.errors import AaError
-from aa.logs import get_logger
 from aa.offsets.index import OLDER, RECENT, SourceIndex, TargetIndex
 from aa.offsets.sync import OffsetSync, Repartitioned, SyncDecodeError, decode_sync
-from aa.tail import TopicReader
-
-_log = get_logger("aa.offsets")
+from aa.tail import TopicReader, Unreadable
 
 Exactness = Literal["exact", "behind", "ahead", "before-syncs", "gap", "repartitioned"]
 
@@ -74,9 +71,11 @@ class OffsetSyncStore:
         self._by_target: dict[tuple[str, int], TargetIndex] = {}
         self.ready = False
         self.records_read = 0
-        self.unreadable = 0
-        """Records of the sync topic that are not syncs (skipped)."""
-        self.last_unreadable = ""
+        self.skipped = Unreadable(
+            "offset_syncs_unreadable",
+            "records that are not offset syncs are skipped; translation uses the others (a "
+            "missing sync can only make an answer behind, never ahead)",
+        )
 
     def add(self, sync: OffsetSync | Repartitioned) -> None:
         """Add the next record of the sync topic (in the order written)."""
@@ -135,6 +134,11 @@ class OffsetSyncStore:
         part = self._parts.get((topic, partition))
         return part.index.copied_end() if part is not None else None
 
+    @property
+    def unreadable(self) -> int:
+        """Records of the sync topic that are not syncs (skipped)."""
+        return self.skipped.count
+
     def copied_ends(self) -> dict[tuple[str, int], int]:
         """:meth:`copied_end` of every source partition with syncs."""
         self._check()
@@ -184,28 +188,17 @@ class OffsetSyncStore:
         """Read what was written since the last call, batch by batch (memory stays bounded
         while a long head of the topic is read)."""
 
-        unreadable = self.unreadable
-
         def handle(records: list[Any]) -> None:
             for r in records:
                 if r.value is not None:
                     try:
                         sync = decode_sync(r.value)
                     except SyncDecodeError as exc:
-                        self.unreadable += 1
-                        self.last_unreadable = f"offset {r.offset}: {exc}"
+                        self.skipped.skip(r, exc)
                         continue
                     self.add(sync)
             self.records_read += len(records)
 
         await reader.catch_up_each(handle, timeout)
         self.ready = True
-        if self.unreadable > unreadable:
-            _log.warning(
-                "offset_syncs_unreadable",
-                topic=reader.topic,
-                skipped=self.unreadable - unreadable,
-                last=self.last_unreadable,
-                detail="records that are not offset syncs are skipped; translation uses the "
-                "others (a missing sync can only make an answer behind, never ahead)",
-            )
+        self.skipped.warn(reader.topic)
