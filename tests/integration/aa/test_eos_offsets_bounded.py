@@ -105,10 +105,20 @@ async def test_lag_exporter_reads_a_month_of_eos_offsets_once(
 
     # and a flow's start gives the existing topic configs with which compaction keeps it
     # small (closed segments are what the cleaner compacts)
+    # (a describe right after the alter may still answer the old configs: poll)
     async with ClusterAdmin(b, bootstrap_servers=nyc) as admin:
         await ensure_internal_topic(admin, settings.eos_offsets_topic, OFFSETS_TOPIC_CONFIGS)
-        configs = (await admin.topic_configs([settings.eos_offsets_topic]))[
-            settings.eos_offsets_topic
-        ]
+
+        async def bounded() -> dict[str, str | None]:
+            configs = (await admin.topic_configs([settings.eos_offsets_topic]))[
+                settings.eos_offsets_topic
+            ]
+            return {k: configs.get(k) for k in OFFSETS_TOPIC_CONFIGS}
+
+        async def applied() -> bool:
+            return await bounded() == OFFSETS_TOPIC_CONFIGS
+
+        await eventually(applied, timeout=30, message="configs applied")
+        configs = await bounded()
     assert "segment.ms" in OFFSETS_TOPIC_CONFIGS
-    assert {k: configs.get(k) for k in OFFSETS_TOPIC_CONFIGS} == OFFSETS_TOPIC_CONFIGS
+    assert configs == OFFSETS_TOPIC_CONFIGS
