@@ -32,9 +32,12 @@ demo: fetch
 
 # Two sessions run alongside the 4.x suite, each with its own brokers, temp dir and log (printed
 # after the 4.x run; `make test` fails if any fails): the 3.9 subset, and SIDE_TESTS, the longest
-# 4.x tests that mostly wait (a broker restart, outages, Spark starting). On 2 cores the 4.x
-# session kept the CPU busy 68% of its time, so the waits overlap instead of adding up.
-SIDE_TESTS ?= tests/integration/examples tests/integration/aa/test_drill_convergence.py
+# 4.x tests that mostly wait (a broker restart, outages, Spark starting) and the reconcile jobs.
+# On 2 cores the 4.x session kept the CPU busy 68% of its time, so the waits overlap instead of
+# adding up; the two others ended ~13 minutes before it, so the reconcile jobs (~170 s) run
+# beside it too.
+SIDE_TESTS ?= tests/integration/examples tests/integration/aa/test_drill_convergence.py \
+	tests/integration/spark_reconcile
 test: fetch
 	@side_tmp=$$(mktemp -d); \
 	AA_KAFKA_VERSION=$(COMPAT_KAFKA) $(BIN)/python -m pytest -m kafka39 -p no:cacheprovider \
