@@ -35,6 +35,22 @@ class TopicInfo:
     internal: bool
 
 
+def topics_of(metadata: Any) -> dict[str, TopicInfo]:
+    """The topics of a metadata response without an error, read by field position.
+
+    aiokafka's ``describe_topics`` turns the whole response into dicts first, one per partition
+    and replica list; every flow's topic sync asks for every topic of two clusters, and that
+    conversion alone was ~2% of a W3 process's CPU."""
+    layout = metadata.SCHEMA.fields[metadata.SCHEMA.names.index("topics")].array_of.names
+    error, name, partitions = (layout.index(f) for f in ("error_code", "topic", "partitions"))
+    internal = layout.index("is_internal") if "is_internal" in layout else None
+    return {
+        t[name]: TopicInfo(t[name], len(t[partitions]), internal is not None and t[internal])
+        for t in metadata.get_item("topics")
+        if t[error] == 0
+    }
+
+
 class ClusterAdmin(AsyncResource):
     """One admin connection to one DC's cluster. Use as ``async with ClusterAdmin(...)``."""
 
@@ -50,11 +66,7 @@ class ClusterAdmin(AsyncResource):
 
     async def topics(self) -> dict[str, TopicInfo]:
         """Every topic with its partition count (internal topics flagged)."""
-        out = {}
-        for t in await self._client.describe_topics():
-            if t["error_code"] == 0:
-                out[t["topic"]] = TopicInfo(t["topic"], len(t["partitions"]), t["is_internal"])
-        return out
+        return topics_of(await self._client._get_cluster_metadata())
 
     async def brokers(self) -> int:
         return len((await self._client.describe_cluster())["brokers"])

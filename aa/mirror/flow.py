@@ -132,8 +132,8 @@ class MirrorFlow:
                 lambda et, *_: stop_target(producer, s.name, failed=et is not None)
             )
             if s.offset_syncs:
-                await ensure_internal_topic(target_admin, s.sync_topic)
-                self.syncs = OffsetSyncWriter(producer, s.sync_topic)
+                parts = await ensure_internal_topic(target_admin, s.sync_topic)
+                self.syncs = OffsetSyncWriter(producer, s.sync_topic, partitions=parts)
             group = self.delivery.group_id()
             self._skipper = None
             batches.install()

@@ -29,9 +29,13 @@ class Rec:
 class SyncTopic:
     def __init__(self) -> None:
         self.sent: list[tuple[bytes, bytes]] = []
+        self.partitions: list[int | None] = []
 
-    async def send(self, topic: str, value: bytes, key: bytes) -> asyncio.Future[Any]:
+    async def send(
+        self, topic: str, value: bytes, key: bytes, partition: int | None = None
+    ) -> asyncio.Future[Any]:
         self.sent.append((key, value))
+        self.partitions.append(partition)
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         fut.set_result(None)
         return fut
@@ -134,3 +138,19 @@ async def test_contiguous_batches_write_one_sync_per_interval() -> None:
     store.ready = True
     for offset in (0, 99, 12_345, 299_999):
         assert store.translate("t", 0, offset).offset == offset
+
+
+@pytest.mark.parametrize(("partitions", "sent_to"), [(1, 0), (3, None), (None, None)])
+async def test_syncs_go_to_the_only_partition_directly_and_by_key_hash_otherwise(
+    partitions: int | None, sent_to: int | None
+) -> None:
+    """One partition (aa creates it so): partition 0, no key hash in the producer. More, or
+    unknown: the producer's key hash, so each key stays in one partition for compaction."""
+    topic = SyncTopic()
+    writer = OffsetSyncWriter(topic, "aa.syncs", partitions=partitions)
+    tp = TopicPartition("users", 0)
+    await writer.copied(tp, "users", [Rec(0), Rec(1)], 0)
+    await writer.copied(tp, "users", [Rec(5), Rec(6)], 2)
+    await writer.flush()
+    assert topic.partitions
+    assert set(topic.partitions) == {sent_to}

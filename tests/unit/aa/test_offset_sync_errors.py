@@ -24,7 +24,9 @@ class _RefusingProducer:
     def __init__(self, error: BaseException) -> None:
         self.error = error
 
-    async def send(self, topic: str, value: bytes, key: bytes) -> asyncio.Future[Any]:
+    async def send(
+        self, topic: str, value: bytes, key: bytes, partition: int | None = None
+    ) -> asyncio.Future[Any]:
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         fut.set_exception(self.error)
         return fut

@@ -38,7 +38,9 @@ class SyncTopic:
         topic = self
 
         class Producer:
-            async def send(self, _topic: str, value: bytes, key: bytes) -> asyncio.Future[Any]:
+            async def send(
+                self, _topic: str, value: bytes, key: bytes, partition: int | None = None
+            ) -> asyncio.Future[Any]:
                 return topic.write(name, value)
 
         return Producer()
