@@ -104,20 +104,33 @@ def ids(dcs: Sequence[str], expected: Iterable[tuple[str, str, str]]) -> Callabl
             is_origin_record(),
             _lookup(wanted, F.concat(F.col("origin"), F.lit("\x00"), F.col("ltopic"))),
         ).otherwise(zero)
-        counted = counts_as_copy()
-        event = is_event()
-        per_id = df.groupBy("ltopic", "rid").agg(
-            F.bit_or(bit).alias("held"),
-            F.bit_or(need).alias("need"),
-            F.count_if(counted).alias("counted"),
-            F.bit_or(F.when(counted, bit).otherwise(zero)).alias("counted_in"),
+        # each row's few fixed-width values, shuffled on (logical topic, record id) first: the
+        # copies of one id sit in different DCs' partitions, so a map-side partial aggregation
+        # could not combine them and only built a hash map of every id per task (spilling);
+        # after this shuffle the aggregation needs no second one and combines every id's rows
+        rows = df.select(
+            "ltopic",
+            "rid",
+            bit.alias("bit"),
+            need.alias("need"),
+            counts_as_copy().alias("counted"),
+            is_event().alias("event"),
             # the key's 64-bit hash: string buffers would make Spark fall back from its
             # fixed-width hash aggregation
-            F.min(F.when(event, F.xxhash64("event_key"))).alias("ek_min"),
-            F.max(F.when(event, F.xxhash64("event_key"))).alias("ek_max"),
-            F.bit_or(F.when(event, bit).otherwise(zero)).alias("ev_held"),
-            F.min(F.when(event, F.col("vhash"))).alias("v_min"),
-            F.max(F.when(event, F.col("vhash"))).alias("v_max"),
+            F.when(is_event(), F.xxhash64("event_key")).alias("ek"),
+            F.when(is_event(), F.col("vhash")).alias("vh"),
+        ).repartition("ltopic", "rid")
+        b, counted, event = F.col("bit"), F.col("counted"), F.col("event")
+        per_id = rows.groupBy("ltopic", "rid").agg(
+            F.bit_or(b).alias("held"),
+            F.bit_or("need").alias("need"),
+            F.count_if(counted).alias("counted"),
+            F.bit_or(F.when(counted, b).otherwise(zero)).alias("counted_in"),
+            F.min("ek").alias("ek_min"),
+            F.max("ek").alias("ek_max"),
+            F.bit_or(F.when(event, b).otherwise(zero)).alias("ev_held"),
+            F.min("vh").alias("v_min"),
+            F.max("vh").alias("v_max"),
         )
         lacking = F.col("need").bitwiseAND(F.bitwise_not(F.col("held"))) != 0
         # a DC outside ``dcs`` has no bit: its rows make a candidate, which the exact
