@@ -31,6 +31,7 @@ from spark_reconcile.frames import literal_frame
 from spark_reconcile.options import JobOptions, add_arguments, from_args
 from spark_reconcile.plan import ReadPlan
 from spark_reconcile.probe import PartitionRange, Probe, probe
+from spark_reconcile.record_stats import DELAY_SCHEMA, record_stats
 from spark_reconcile.records import decode_slow, decode_slow_rows, finish, prepare
 from spark_reconcile.repair import repair
 from spark_reconcile.report import render_html
@@ -41,7 +42,6 @@ from spark_reconcile.summarise import (
     SAMPLE,
     counts_by,
     nulls_first,
-    record_and_unmeasured_counts,
     sample,
     to_jsonable,
 )
@@ -59,8 +59,6 @@ RECORDS_PARQUET = {
     "parquet.page.write-checksum.enabled": "false",
 }
 """Writer options of the run's records file (Parquet's per-column options)."""
-BROADCAST_SUSPECTS = 10_000
-"""Suspect keys up to which their events' positions are broadcast to the records file."""
 SPLIT_READS_FROM = 100_000
 """Records to read from which Spark's ``minPartitions`` splits partitions across the cores."""
 
@@ -205,7 +203,8 @@ def reconcile(
         ).write.mode("overwrite").parquet(str(slow_path))
         slow = spark.read.parquet(str(slow_path))
     stored = stored if slow is None else stored.filter(~F.col("needs_slow")).unionByName(slow)
-    records = stored.transform(finish(window, opts.bucket_ms)).drop("ev_value", "ev_headers")
+    with_event_values = stored.transform(finish(window, opts.bucket_ms))
+    records = with_event_values.drop("ev_value", "ev_headers")
     _log().info("reconcile.stage", stage="findings")
     flows = [
         (o, t, d, plan.routes.tree(o).get(d, o))
@@ -224,28 +223,12 @@ def reconcile(
     def with_values(positions: Any) -> Any:
         return read_positions(spark, datacenters, physical, positions)
 
-    kept_rows: dict[str, int] = {}
-
     def keep(df: Any, name: str) -> Any:
         """``df`` written once to the work folder and read back (small tables several queries
-        join with: computed once, and their size is known)."""
+        join with: computed once, and Spark knows their size)."""
         path = records_path.parent / name
         df.write.mode("overwrite").parquet(str(path))
-        back = spark.read.parquet(str(path))
-        kept_rows[name] = int(back.count())
-        return back
-
-    def event_values(positions: Any) -> Any:
-        # suspect keys' events: their value and headers are in the records file already;
-        # when the suspects are few their positions are broadcast, so the records (values
-        # included) are scanned once and never shuffled
-        cols = ["dc", "topic", "partition", "offset"]
-        kept = stored.select(
-            *cols, F.col("ev_value").alias("value"), F.col("ev_headers").alias("headers")
-        )
-        if kept_rows.get("suspects", BROADCAST_SUSPECTS + 1) <= BROADCAST_SUSPECTS:
-            positions = F.broadcast(positions)
-        return positions.join(kept, cols)
+        return spark.read.parquet(str(path))
 
     out = opts.out / "findings"
     # which DCs hold each record id, and each event id's copies, from one aggregation for
@@ -262,31 +245,60 @@ def reconcile(
     per_id.transform(flagged_only).write.mode("overwrite").parquet(str(flagged_path))
     flagged = Flagged(bit_dcs, spark.read.parquet(str(flagged_path)))
     suspect = per_id.transform(suspect_keys(topic_dcs, bit_dcs))
+    # delay per flow and per bucket, record counts, copies without aa-ts, and how many rows
+    # looped, malformed and completeness have: one scan of the records. A finding with
+    # nothing to find (no looped, malformed, lacking or maybe duplicated row) is written
+    # empty without scanning the records again: a clean run's findings cost no scan each
+    stats = record_stats(records)
+    lacking, maybe_duplicated = flagged.rows.agg(
+        F.count_if("lacking"), F.count_if("maybe_duplicated")
+    ).first()
+
+    # the findings known to be empty: written and summarised without a query of their own
+    empty = {
+        "absent": not lacking,
+        "missing": not lacking,
+        "duplicated": not maybe_duplicated,
+        "looped": not stats.looped,
+        "malformed": not stats.malformed,
+        "completeness": not stats.plain,
+    }
+
+    def only_if(rows: int, df: Any) -> Any:
+        return df if rows else df.limit(0)
+
     absent_path = out / "absent"
-    records.transform(
-        findings.absent(
-            expected,
-            due_ms=probed.at_ms - opts.grace_ms,
-            mirrored=_mirrored_df(spark, probed),
-            horizons=_horizons(
-                spark, records, all_ranges=[r for rs in ranges.values() for r in rs]
-            ),
-            flagged=flagged,
-        )
+    only_if(
+        lacking,
+        records.transform(
+            findings.absent(
+                expected,
+                due_ms=probed.at_ms - opts.grace_ms,
+                mirrored=_mirrored_df(spark, probed),
+                horizons=_horizons(
+                    spark, records, all_ranges=[r for rs in ranges.values() for r in rs]
+                ),
+                flagged=flagged,
+            )
+        ),
     ).write.mode("overwrite").parquet(str(absent_path))
     absent = spark.read.parquet(str(absent_path))
     missing_rows = absent.filter(F.col("status") == MISSING)
     tables = {
-        "missing": _with_payload(missing_rows, with_values),
-        "duplicated": findings.duplicated(records, flagged),
-        "looped": records.transform(findings.looped),
-        "malformed": records.transform(findings.malformed),
-        "divergent": records.transform(
-            findings.divergent(topic_dcs, event_values, keep, suspect=suspect)
+        "missing": _with_payload(missing_rows, with_values, empty=not lacking),
+        "duplicated": only_if(maybe_duplicated, findings.duplicated(records, flagged)),
+        "looped": only_if(stats.looped, records.transform(findings.looped)),
+        "malformed": only_if(stats.malformed, records.transform(findings.malformed)),
+        # the suspect keys' events with their values: one scan of the records file
+        "divergent": with_event_values.transform(
+            findings.divergent(
+                topic_dcs, None, keep, suspect=suspect, values=("ev_value", "ev_headers")
+            )
         ),
-        "delay": records.transform(findings.delay_by_flow),
-        "completeness": records.transform(
-            findings.completeness(expected.select("origin", "ltopic", "target"))
+        "delay": literal_frame(spark, [tuple(r.values()) for r in stats.delay], DELAY_SCHEMA),
+        "completeness": only_if(
+            stats.plain,
+            records.transform(findings.completeness(expected.select("origin", "ltopic", "target"))),
         ),
     }
     written: dict[str, Any] = {"absent": absent}
@@ -297,7 +309,8 @@ def reconcile(
     # the counted findings' rows: a sample of fewer than SAMPLE rows is all of them (a count
     # query only for the findings with more: every query costs planning and code generation)
     samples = {
-        name: to_jsonable(sample(written[name], "headers", "value")) for name in COUNT_FINDINGS
+        name: [] if empty.get(name) else to_jsonable(sample(written[name], "headers", "value"))
+        for name in COUNT_FINDINGS
     }
     rows = {
         name: len(samples[name]) if len(samples[name]) < SAMPLE else int(written[name].count())
@@ -320,20 +333,23 @@ def reconcile(
     counts = {name: rows[name] for name in COUNT_FINDINGS}
     by_reason = {r["reason"]: r["count"] for r in counts_by(written["divergent"], "reason")}
     counts["divergent"] = sum(n for reason, n in by_reason.items() if reason in COUNTED)
-    delay_rows = to_jsonable(
-        [r.asDict() for r in written["delay"].orderBy("flow", "ltopic").collect()]
-    )
+    delay_rows = to_jsonable(stats.delay)
     p99 = {f"{r['flow']} {r['ltopic']}": float(r["p99_ms"]) for r in delay_rows}
     crossed = opts.thresholds.crossed(counts, p99)
-    # missing per flow and per bucket, in flight and expired per flow, record counts and the
-    # copies without aa-ts: one query each pair (every query costs planning and codegen)
-    missing_by_flow, missing_buckets = _missing_by_flow_and_bucket(written["missing"])
-    absent_by_flow = _absent_by_flow(absent)
-    record_rows, unmeasured_rows = record_and_unmeasured_counts(records)
+    # missing per flow and per bucket, in flight and expired per flow: one query each pair
+    # (every query costs planning and codegen)
+    missing_by_flow, missing_buckets = (
+        ([], {}) if empty["missing"] else _missing_by_flow_and_bucket(written["missing"])
+    )
+    absent_by_flow = {} if empty["absent"] else _absent_by_flow(absent)
     delay_buckets: dict[str, dict[str, float]] = {}
-    for r in records.transform(findings.delay_by_bucket()).collect():
-        delay_buckets.setdefault(r.flow, {})[str(r.bucket)] = float(r.p99_ms)
-    completeness_rows = to_jsonable(counts_by_completeness(written["completeness"]))
+    for r in stats.delay_buckets:
+        delay_buckets.setdefault(r["flow"], {})[str(r["bucket"])] = float(r["p99_ms"])
+    completeness_rows = (
+        []
+        if empty["completeness"]
+        else to_jsonable(counts_by_completeness(written["completeness"]))
+    )
     summary: dict[str, Any] = {
         "window": {
             "since": _iso(window.since_ms),
@@ -354,13 +370,13 @@ def reconcile(
         "counts": counts,
         "thresholds": dict(opts.thresholds.limits),
         "thresholds_crossed": crossed,
-        "records": to_jsonable(record_rows),
+        "records": to_jsonable(stats.records),
         "missing_by_flow": to_jsonable(missing_by_flow),
         "in_flight": absent_by_flow.get(IN_FLIGHT, []),
         "expired": absent_by_flow.get(EXPIRED, []),
         "divergent_by_reason": by_reason,
         "delay": delay_rows,
-        "delay_unmeasured": to_jsonable(unmeasured_rows),
+        "delay_unmeasured": to_jsonable(stats.unmeasured),
         "completeness": completeness_rows,
         "charts": {"missing_per_bucket": missing_buckets, "delay_p99_per_bucket": delay_buckets},
         "samples": samples,
@@ -478,12 +494,13 @@ def _missing_by_flow_and_bucket(
     )
 
 
-def _with_payload(rows: Any, with_values: Callable[[Any], Any]) -> Any:
+def _with_payload(rows: Any, with_values: Callable[[Any], Any], *, empty: bool = False) -> Any:
     """Missing rows with the origin record's ``key``, ``value`` and ``headers`` (for repair),
-    read back from the origin DC for these offsets only."""
+    read back from the origin DC for these offsets only. ``empty``: ``rows`` are known to be
+    empty (no query to find out)."""
     from pyspark.sql import functions as F
 
-    if rows.isEmpty():
+    if empty or rows.isEmpty():
         return rows.select(
             "*",
             F.lit(None).cast("binary").alias("key"),

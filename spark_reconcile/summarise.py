@@ -29,7 +29,7 @@ def record_counts(records: Any) -> list[dict[str, Any]]:
     return record_and_unmeasured_counts(records)[0]
 
 
-_RECORD_COUNTS = ("records", "without_provenance", "copies", "copies_without_aa_ts")
+RECORD_COUNTS = ("records", "without_provenance", "copies", "copies_without_aa_ts")
 
 
 def record_and_unmeasured_counts(
@@ -46,9 +46,9 @@ def record_and_unmeasured_counts(
     for r in rows:
         into = per_topic.setdefault(
             (r["dc"], r["ltopic"]),
-            {"dc": r["dc"], "ltopic": r["ltopic"], **dict.fromkeys(_RECORD_COUNTS, 0)},
+            {"dc": r["dc"], "ltopic": r["ltopic"], **dict.fromkeys(RECORD_COUNTS, 0)},
         )
-        for name in _RECORD_COUNTS:
+        for name in RECORD_COUNTS:
             into[name] += r[name]
         if r["unmeasured_flow"] is not None:
             per_flow[r["unmeasured_flow"]] = per_flow.get(r["unmeasured_flow"], 0) + r["records"]

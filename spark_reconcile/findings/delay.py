@@ -41,6 +41,14 @@ def unmeasured_flow() -> Any:
     return F.when(_is_copy() & F.col("mirrored_at").isNull(), _flow())
 
 
+def measured_flow() -> Any:
+    """The flow of a copy :func:`measured` keeps (in the window, with ``aa-ts``), null for
+    every other record."""
+    from pyspark.sql import functions as F
+
+    return F.when(_is_copy() & F.col("mirrored_at").isNotNull(), _flow())
+
+
 def measured(df: Any) -> Any:
     """Copies with ``aa-ts`` and their ``delay_ms``."""
     from pyspark.sql import functions as F

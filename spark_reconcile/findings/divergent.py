@@ -38,13 +38,19 @@ def _fold_udf() -> Any:
     return F.udf(fold, "string", useArrow=False)
 
 
-def events(df: Any) -> Any:
+def events(df: Any, values: tuple[str, str] | None = None) -> Any:
     """The decodable events in the window: ``ltopic, resolver, key, dc, event_id, vhash`` and
-    where they are (``topic, partition, offset``)."""
+    where they are (``topic, partition, offset``); with ``values`` (the names of ``df``'s value
+    and headers columns) their ``value`` and ``headers`` too."""
     from pyspark.sql import functions as F
 
     from spark_reconcile.findings.presence import is_event
 
+    extra = (
+        []
+        if values is None
+        else [F.col(values[0]).alias("value"), F.col(values[1]).alias("headers")]
+    )
     return df.filter(is_event()).select(
         "ltopic",
         "resolver",
@@ -55,6 +61,7 @@ def events(df: Any) -> Any:
         "topic",
         "partition",
         "offset",
+        *extra,
     )
 
 
@@ -207,9 +214,10 @@ def key_states(evs_with_values: Any) -> Any:
 
 def divergent(
     topic_dcs: Mapping[str, Sequence[str]],
-    with_values: Callable[[Any], Any],
+    with_values: Callable[[Any], Any] | None,
     keep: Callable[[Any, str], Any] | None = None,
     suspect: Any = None,
+    values: tuple[str, str] | None = None,
 ) -> Callable[[Any], Any]:
     """Normalised records -> divergent keys. ``topic_dcs``: logical topic -> the DCs that should
     hold it. ``with_values``: positions (``dc, topic, partition, offset`` plus columns to keep)
@@ -219,11 +227,15 @@ def divergent(
     (broadcast, no shuffle of every event); without it the plan recomputes them.
     ``suspect``: the suspect keys (``ltopic, key_h``, from :func:`suspect_keys`) when the job
     computed them with its presence aggregation; else the digests of :func:`suspects`. Rows:
+    ``values``: the names of the records' value and headers columns, when the records carry
+    them: with ``keep``, the suspect keys' events and their values are then read in one scan
+    of the records and kept, and ``with_values`` is not called. Rows:
     ``ltopic, key, hashes`` (DC -> state hash), ``absent_in``, ``reason``."""
     from pyspark.sql import functions as F
 
     def transform(df: Any) -> Any:
-        evs = events(df)
+        one_scan = keep is not None and values is not None
+        evs = events(df, values if one_scan else None)
         if suspect is None:
             on = ["ltopic", "key"]
             few = evs.transform(suspects(topic_dcs)).select(*on)
@@ -235,13 +247,21 @@ def divergent(
             # few keys are suspect as a rule: joined by broadcast, every event stays put
             few = F.broadcast(keep(few, "suspects"))
         suspect_events = evs.join(few, on, "left_semi")
+        if keep is not None:
+            # few events: every use below reads them from one small file, not the records
+            suspect_events = keep(suspect_events, "suspect_events")
         sus = conflicting(suspect_events).join(
             absent_from(topic_dcs, suspect_events), ["ltopic", "key"]
         )
         positions = suspect_events.select(
             "dc", "topic", "partition", "offset", "ltopic", "resolver", "key"
         )
-        states = key_states(with_values(positions))
+        if one_scan:
+            states = key_states(suspect_events)
+        elif with_values is not None:
+            states = key_states(with_values(positions))
+        else:
+            raise ValueError("divergent needs with_values, or keep and values")
         per_key = states.groupBy("ltopic", "key").agg(
             F.map_from_entries(F.collect_list(F.struct("dc", "state_hash"))).alias("hashes"),
             F.count_if(F.col("state_hash").startswith(ERROR_PREFIX)).alias("errors"),

@@ -14,10 +14,17 @@ def is_looped() -> Any:
     )
 
 
+def looped_in_window() -> Any:
+    """True for a row :func:`looped` reports."""
+    from pyspark.sql import functions as F
+
+    return F.col("in_window") & F.col("prov_error").isNull() & is_looped()
+
+
 def looped(df: Any) -> Any:
     from pyspark.sql import functions as F
 
-    return df.filter(F.col("in_window") & F.col("prov_error").isNull() & is_looped()).select(
+    return df.filter(looped_in_window()).select(
         "dc",
         "ltopic",
         "rid",

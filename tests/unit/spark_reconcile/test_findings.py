@@ -54,6 +54,12 @@ def _all(spark: Any, df: Any) -> dict[str, Any]:
         "divergent_by_ids": df.transform(
             findings.divergent({"users": DCS}, findings.values_from(df), suspect=suspect)
         ),
+        # the job's path: the suspect keys' events read with their values in one scan, kept
+        "divergent_one_scan": df.transform(
+            findings.divergent(
+                {"users": DCS}, None, lambda d, _: d, suspect=suspect, values=("value", "headers")
+            )
+        ),
         "incomplete": df.transform(findings.completeness(expected)).filter("missing > 0"),
     }
 
@@ -128,7 +134,7 @@ def test_each_fault_is_found_by_its_finding_only(spark: Any) -> None:
         out["malformed"].select("dc", "ltopic", "kind"),
         [("NYC", "orders", "provenance")] + [(dc, "users", "event") for dc in DCS],
     )
-    for name in ("divergent", "divergent_by_ids"):
+    for name in ("divergent", "divergent_by_ids", "divergent_one_scan"):
         div = out[name].collect()
         assert [(r.ltopic, r.key, r.absent_in, r.reason) for r in div] == [
             ("users", "k1", [], "conflicting copies")
@@ -216,6 +222,63 @@ def test_record_and_unmeasured_counts_from_one_query_match_the_separate_queries(
         r.asDict() for r in df.transform(unmeasured).orderBy("flow").collect()
     ]
     assert unmeasured_rows == [{"flow": "LON->SF", "copies": 1}, {"flow": "SF->NYC", "copies": 2}]
+
+
+def test_delay_counts_and_looped_from_one_scan_match_the_separate_queries(spark: Any) -> None:
+    """The job's one scan of the records (delay per flow and per bucket, record counts,
+    copies without aa-ts, looped rows) gives the rows the five separate queries give: two
+    flows over two buckets with different lags, copies without aa-ts, local writes, a copy
+    out of the window, a looped copy, a copy with broken provenance, two logical topics."""
+    from pyspark.sql import functions as F
+
+    from spark_reconcile.findings.delay import unmeasured
+    from spark_reconcile.record_stats import record_stats
+    from spark_reconcile.summarise import record_and_unmeasured_counts
+
+    sf_nyc = [
+        copy_of(Row(b"k", b"v", (), T0 + 50_000 * i), "SF", "NYC", "orders", i, lag_ms=3 * i + 1)
+        for i in range(4)
+    ]
+    lon_sf = [
+        copy_of(Row(b"k", b"v", (), T0 + 70_000 * i), "LON", "SF", "users", i, lag_ms=5 + i)
+        for i in range(3)
+    ]
+    no_ts = [replace(r, headers=r.headers[:-1]) for r in (sf_nyc[0], lon_sf[1])]
+    late = copy_of(Row(b"k", b"v", (), T0 + 7_200_000), "SF", "NYC", "orders", 9, lag_ms=10)
+    loop = copy_of(Row(b"k", b"v", (), T0 + 3), "SF", "NYC", "orders", 2)
+    looped_copy = replace(
+        loop,
+        headers=(
+            ("aa-origin", b"SF"),
+            ("aa-path", b"SF,NYC,SF"),
+            ("aa-src", b"SF/orders/0/2"),
+            loop.headers[-1],
+        ),
+    )
+    broken = Row(b"k", b"v", (("aa-origin", b"LON"), ("aa-path", b"LON,NYC")), T0 + 9)
+    df = _normalised(
+        spark,
+        {
+            "NYC": [*sf_nyc, no_ts[0], late, broken],
+            "SF": [Row(b"k", b"v", (), T0 + 1), looped_copy],
+            "LON": [Row(b"k", b"v", (), T0 + 2)],
+        },
+        {"SF": [*lon_sf, no_ts[1]], "LON": [], "NYC": []},
+    )
+    stats = record_stats(df)
+
+    def rows(frame: Any, *order: str) -> list[dict[str, Any]]:
+        return [r.asDict() for r in frame.orderBy(*order).collect()]
+
+    assert stats.delay == rows(df.transform(findings.delay_by_flow), "flow", "ltopic")
+    assert len(stats.delay) == 2
+    buckets = rows(df.transform(findings.delay_by_bucket()), "flow", "bucket")
+    assert stats.delay_buckets == buckets
+    assert len(buckets) == 6
+    assert (stats.records, stats.unmeasured) == record_and_unmeasured_counts(df)
+    assert stats.unmeasured == rows(df.transform(unmeasured), "flow")
+    assert stats.looped == df.transform(findings.looped).count() == 1
+    assert df.filter(F.col("prov_error").isNotNull()).count() == 1
 
 
 def test_native_event_decode_agrees_with_conflicts_decoder(spark: Any) -> None:
@@ -357,7 +420,7 @@ def test_divergent_suspects_from_the_presence_aggregation_match_the_digests(spar
     users["SF"].append(Row(b"k9", event_value("k9", (T0 + 50_000, 0, "SF"), {"i": 9}), (), T0))
     df = _normalised(spark, mesh(DCS, "orders", 2), users)
     out = _all(spark, df)
-    for name in ("divergent", "divergent_by_ids"):
+    for name in ("divergent", "divergent_by_ids", "divergent_one_scan"):
         rows = sorted((r.key, r.absent_in, r.reason) for r in out[name].collect())
         assert rows == [
             ("k1", [], "absent events"),
