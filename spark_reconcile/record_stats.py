@@ -19,7 +19,7 @@ from typing import Any
 from spark_reconcile.findings.delay import ACCURACY, QUANTILES, measured_flow, unmeasured_flow
 from spark_reconcile.findings.looped import looped_in_window
 from spark_reconcile.findings.malformed import is_malformed
-from spark_reconcile.summarise import RECORD_COUNTS, nulls_first
+from spark_reconcile.summarise import RECORD_COUNTS, nulls_first, record_count_columns
 
 BY_FLOW, BY_BUCKET, BY_DC = 0, 1, 2
 """Grouping sets: (flow, ltopic) for the delay finding, (flow, bucket) for the chart,
@@ -40,7 +40,7 @@ class RecordStats:
     delay_buckets: list[dict[str, Any]]
     """:func:`~spark_reconcile.findings.delay.delay_by_bucket` rows (flow, bucket, ...)."""
     records: list[dict[str, Any]]
-    """:func:`~spark_reconcile.summarise.record_counts` rows."""
+    """Per DC and logical topic: ``dc, ltopic`` and :data:`~.summarise.RECORD_COUNTS`."""
     unmeasured: list[dict[str, Any]]
     """:func:`~spark_reconcile.findings.delay.unmeasured` rows (flow, copies), by flow."""
     looped: int
@@ -98,12 +98,7 @@ def aggregate(records: Any) -> Any:
         )
         .groupBy("gs", "flow", "dc", "ltopic", "bucket")
         .agg(
-            F.count(F.lit(1)).alias("records"),
-            F.sum(F.when(~F.col("has_prov"), 1).otherwise(0)).alias("without_provenance"),
-            F.sum(F.when(F.col("has_prov"), 1).otherwise(0)).alias("copies"),
-            F.sum(F.when(F.col("has_prov") & F.col("mirrored_at").isNull(), 1).otherwise(0)).alias(
-                "copies_without_aa_ts"
-            ),
+            *record_count_columns(),
             F.count_if(is_dc & F.col("looped")).alias("looped"),
             F.count_if(is_dc & F.col("malformed")).alias("malformed"),
             F.count_if(is_dc & F.col("plain")).alias("plain"),

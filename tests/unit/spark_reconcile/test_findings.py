@@ -177,53 +177,6 @@ def test_delay_percentiles_per_flow(spark: Any) -> None:
     assertDataFrameEqual(df.transform(unmeasured), [("SF->NYC", 1)])
 
 
-def test_record_and_unmeasured_counts_from_one_query_match_the_separate_queries(
-    spark: Any,
-) -> None:
-    """The job's one aggregation for the summary's record counts and copies without aa-ts
-    gives the rows the two separate queries give (local writes, copies with and without
-    aa-ts, a copy out of the window, two flows and two DCs)."""
-    from pyspark.sql import functions as F
-
-    from spark_reconcile.findings.delay import unmeasured
-    from spark_reconcile.summarise import record_and_unmeasured_counts
-
-    rows = [
-        copy_of(Row(b"k", b"v", (), T0 + i), "SF", "NYC", "orders", i, lag_ms=10) for i in range(3)
-    ]
-    no_ts = [replace(r, headers=r.headers[:-1]) for r in rows[:2]]
-    late = copy_of(Row(b"k", b"v", (), T0 + 7_200_000), "SF", "NYC", "orders", 9, lag_ms=10)
-    from_lon = copy_of(Row(b"k", b"v", (), T0 + 5), "LON", "SF", "orders", 4, lag_ms=10)
-    df = _normalised(
-        spark,
-        {
-            "NYC": [*rows, *no_ts, late],
-            "SF": [Row(b"k", b"v", (), T0 + 1), replace(from_lon, headers=from_lon.headers[:-1])],
-            "LON": [Row(b"k", b"v", (), T0 + 2)],
-        },
-        {},
-    )
-    counts, unmeasured_rows = record_and_unmeasured_counts(df)
-    w = df.filter(F.col("in_window"))
-    separate = (
-        w.groupBy("dc", "ltopic")
-        .agg(
-            F.count(F.lit(1)).alias("records"),
-            F.sum(F.when(~F.col("has_prov"), 1).otherwise(0)).alias("without_provenance"),
-            F.sum(F.when(F.col("has_prov"), 1).otherwise(0)).alias("copies"),
-            F.sum(F.when(F.col("has_prov") & F.col("mirrored_at").isNull(), 1).otherwise(0)).alias(
-                "copies_without_aa_ts"
-            ),
-        )
-        .orderBy("dc", "ltopic")
-    )
-    assert counts == [r.asDict() for r in separate.collect()]
-    assert unmeasured_rows == [
-        r.asDict() for r in df.transform(unmeasured).orderBy("flow").collect()
-    ]
-    assert unmeasured_rows == [{"flow": "LON->SF", "copies": 1}, {"flow": "SF->NYC", "copies": 2}]
-
-
 def test_delay_counts_and_looped_from_one_scan_match_the_separate_queries(spark: Any) -> None:
     """The job's one scan of the records (delay per flow and per bucket, record counts,
     copies without aa-ts, looped rows) gives the rows the five separate queries give: two
@@ -233,7 +186,6 @@ def test_delay_counts_and_looped_from_one_scan_match_the_separate_queries(spark:
 
     from spark_reconcile.findings.delay import unmeasured
     from spark_reconcile.record_stats import record_stats
-    from spark_reconcile.summarise import record_and_unmeasured_counts
 
     sf_nyc = [
         copy_of(Row(b"k", b"v", (), T0 + 50_000 * i), "SF", "NYC", "orders", i, lag_ms=3 * i + 1)
@@ -275,8 +227,22 @@ def test_delay_counts_and_looped_from_one_scan_match_the_separate_queries(spark:
     buckets = rows(df.transform(findings.delay_by_bucket()), "flow", "bucket")
     assert stats.delay_buckets == buckets
     assert len(buckets) == 6
-    assert (stats.records, stats.unmeasured) == record_and_unmeasured_counts(df)
+    separate = (
+        df.filter(F.col("in_window"))
+        .groupBy("dc", "ltopic")
+        .agg(
+            F.count(F.lit(1)).alias("records"),
+            F.count_if(~F.col("has_prov")).alias("without_provenance"),
+            F.count_if(F.col("has_prov")).alias("copies"),
+            F.count_if(F.col("has_prov") & F.col("mirrored_at").isNull()).alias(
+                "copies_without_aa_ts"
+            ),
+        )
+    )
+    assert stats.records == rows(separate, "dc", "ltopic")
+    assert len(stats.records) == 4
     assert stats.unmeasured == rows(df.transform(unmeasured), "flow")
+    assert stats.unmeasured == [{"flow": "LON->SF", "copies": 1}, {"flow": "SF->NYC", "copies": 1}]
     assert stats.looped == df.transform(findings.looped).count() == 1
     assert df.filter(F.col("prov_error").isNotNull()).count() == 1
 
