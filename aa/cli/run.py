@@ -44,11 +44,11 @@ def register(sub: Any) -> None:
 def _run(args: argparse.Namespace) -> int:
     topology = load_config(args.config)
     selected = select_flows(topology, dc=args.dc, flow=args.flow)
+    flows = build_flows(topology, selected)  # a budget too small for them fails here, offline
     # a refused login or certificate is reported once here, not retried by the supervisor
     dcs = sorted({f.source for f in selected} | {f.target for f in selected})
     if not asyncio.run(_preflight_unless_stopped([topology.datacenter(dc) for dc in dcs])):
         return 0  # SIGTERM/SIGINT before anything started: nothing to finish
-    flows = build_flows(topology, selected)
     return asyncio.run(serve(topology, flows, args.metrics_port, args.shutdown_timeout))
 
 

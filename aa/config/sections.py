@@ -107,13 +107,16 @@ class Tuning:
         2000, Integer(lo=1), "records per `getmany`", flow="max_poll_records"
     )
     memory_budget_mb: int = setting(
-        32,
+        64,
         Integer(lo=4),
-        "MiB one flow may hold in fetched and not yet acknowledged data, however far it lags: "
-        "fetched data (in flight or not yet read) at most 1/4 of it, split across the flow's "
+        "MiB one `aa run` process may hold in fetched and not yet acknowledged data, however "
+        "far its flows lag, shared evenly by the flows it runs (`--dc`: the DC's inbound flows, "
+        "32 MiB each for two; `--flow`: all of it), at least 4 MiB each. Within a flow's "
+        "share: fetched data (in flight or not yet read) at most 1/4, split across the flow's "
         "assigned partitions in whole source batches; the response being parsed 1/4; record "
         "bytes between fetch and acknowledgement at most 1/4, held twice; `fetch_max_bytes` and "
         "`max_partition_fetch_bytes` are lowered to fit (see docs/operations.md, memory)",
+        applies="process",
         flow="memory_budget_mb",
     )
     batch_size: int = setting(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from aa.config import Flow, Topology, client_kwargs, names
@@ -10,6 +11,9 @@ from aa.config.schema import definitions, value_at
 from aa.errors import ConfigError
 from aa.mirror.settings import FlowSettings
 from aa.policy import FlowRouter, RouteTable
+
+MIN_FLOW_BUDGET_MB = 4
+"""A flow's smallest memory budget (the setting's own lower limit)."""
 
 PER_FLOW = tuple(d for d in definitions(Topology) if d.setting.flow)
 """The settings a flow is configured with (their ``flow=`` names a FlowSettings attribute)."""
@@ -65,7 +69,26 @@ def select_flows(
 def build_flows(
     topology: Topology, flows: tuple[Flow, ...], *, env: Mapping[str, str] | None = None
 ) -> list[tuple[FlowSettings, FlowRouter]]:
+    """The flows one process runs, each with its share of the process's memory budget."""
     routes = RouteTable(topology.dc_names, topology.flows)
+    share = flow_budget_mb(topology.tuning.memory_budget_mb, len(flows))
     return [
-        (flow_settings(topology, f, env=env), FlowRouter(topology, f, routes=routes)) for f in flows
+        (
+            replace(flow_settings(topology, f, env=env), memory_budget_mb=share),
+            FlowRouter(topology, f, routes=routes),
+        )
+        for f in flows
     ]
+
+
+def flow_budget_mb(process_mb: int, flows: int) -> int:
+    """Each flow's share of ``tuning.memory_budget_mb`` (a process's), whole MiB; a clear
+    error when a share would be under the 4 MiB a flow needs."""
+    share = process_mb // max(flows, 1)
+    if share < MIN_FLOW_BUDGET_MB:
+        raise ConfigError(
+            f"tuning.memory_budget_mb: {process_mb} MiB for the {flows} flows this process "
+            f"runs is under {MIN_FLOW_BUDGET_MB} MiB each; set at least "
+            f"{MIN_FLOW_BUDGET_MB * flows}, or run fewer flows per process (--flow A->B)"
+        )
+    return share

@@ -7,6 +7,9 @@ from __future__ import annotations
 import pytest
 from aiokafka import TopicPartition
 
+from aa.config import read_yaml
+from aa.errors import ConfigError
+from aa.mirror.build import build_flows, select_flows
 from aa.mirror.memory import MIB, MemoryBudget, PartitionShare, whole_batches
 from aa.mirror.restamp import RawBatch
 
@@ -82,3 +85,31 @@ def test_whole_batches_rounds_down_never_below_one_batch(
     size: int, largest: int, expected: int
 ) -> None:
     assert whole_batches(size, largest) == expected
+
+
+MESH = """
+datacenters:
+  SF: {bootstrap: "127.0.0.1:19092"}
+  NYC: {bootstrap: "127.0.0.1:29092"}
+  LON: {bootstrap: "127.0.0.1:39092"}
+"""
+
+
+def test_a_process_memory_budget_is_shared_by_the_flows_it_runs() -> None:
+    """``tuning.memory_budget_mb`` bounds one process: a DC's two inbound flows get half each
+    (what one flow had before it was per process), a process running one flow gets it all."""
+    topology = read_yaml(MESH, "t.yaml")
+    by_dc = build_flows(topology, select_flows(topology, dc="SF"))
+    assert [s.memory_budget_mb for s, _ in by_dc] == [32, 32]
+    [(one, _)] = build_flows(topology, select_flows(topology, flow="NYC->SF"))
+    assert one.memory_budget_mb == 64
+    small = read_yaml(MESH + "tuning: {memory_budget_mb: 9}\n", "t.yaml")
+    assert [s.memory_budget_mb for s, _ in build_flows(small, small.inbound("SF"))] == [4, 4]
+
+
+def test_a_process_budget_too_small_for_its_flows_names_the_setting_and_the_fix() -> None:
+    topology = read_yaml(MESH + "tuning: {memory_budget_mb: 6}\n", "t.yaml")
+    with pytest.raises(ConfigError) as err:
+        build_flows(topology, select_flows(topology, dc="SF"))
+    assert "tuning.memory_budget_mb: 6 MiB for the 2 flows" in str(err.value)
+    assert "set at least 8" in str(err.value)

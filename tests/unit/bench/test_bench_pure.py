@@ -59,7 +59,7 @@ def test_aa_topology_is_accepted_by_aa_config() -> None:
 def test_aa_memory_budget_is_aas_default_unless_the_bench_asks_for_another() -> None:
     default = read_yaml(aa_topology(BOOT, ["SF->NYC"], ["t"], Tuning()))
     larger = read_yaml(aa_topology(BOOT, ["SF->NYC"], ["t"], Tuning(aa_memory_budget_mb=128)))
-    assert default.tuning.memory_budget_mb == 32
+    assert default.tuning.memory_budget_mb == 64
     assert larger.tuning.memory_budget_mb == 128
 
 
