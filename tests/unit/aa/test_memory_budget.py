@@ -87,12 +87,7 @@ def test_whole_batches_rounds_down_never_below_one_batch(
     assert whole_batches(size, largest) == expected
 
 
-MESH = """
-datacenters:
-  SF: {bootstrap: "127.0.0.1:19092"}
-  NYC: {bootstrap: "127.0.0.1:29092"}
-  LON: {bootstrap: "127.0.0.1:39092"}
-"""
+MESH = "datacenters: {SF: {bootstrap: 's:1'}, NYC: {bootstrap: 'n:1'}, LON: {bootstrap: 'l:1'}}\n"
 
 
 def test_a_process_memory_budget_is_shared_by_the_flows_it_runs() -> None:
