@@ -113,19 +113,18 @@ def aggregate(records: Any) -> Any:
 def record_stats(records: Any) -> RecordStats:
     """:func:`aggregate`, collected and split per grouping set."""
     rows = [r.asDict() for r in aggregate(records).collect()]
-    quantiles = ("p50_ms", "p90_ms", "p99_ms", "max_ms")
-    delay = [
-        {"flow": r["flow"], "ltopic": r["ltopic"], "copies": r["records"]}
-        | {c: r[c] for c in quantiles}
-        for r in rows
-        if r["gs"] == BY_FLOW
-    ]
-    buckets = [
-        {"flow": r["flow"], "bucket": r["bucket"], "copies": r["records"]}
-        | {c: r[c] for c in quantiles}
-        for r in rows
-        if r["gs"] == BY_BUCKET
-    ]
+
+    def delays(gs: int, by: str) -> list[dict[str, Any]]:
+        """The delay rows of grouping set ``gs`` (flow, ``by``, copies, quantiles, max),
+        ordered by flow and ``by``."""
+        out = [
+            {"flow": r["flow"], by: r[by], "copies": r["records"]}
+            | {c: r[c] for c in ("p50_ms", "p90_ms", "p99_ms", "max_ms")}
+            for r in rows
+            if r["gs"] == gs
+        ]
+        return sorted(out, key=lambda r: nulls_first((r["flow"], r[by])))
+
     per_topic: dict[tuple[str, str], dict[str, Any]] = {}
     per_flow: dict[str, int] = {}
     looped = malformed = plain = 0
@@ -142,8 +141,8 @@ def record_stats(records: Any) -> RecordStats:
         if r["flow"] is not None:
             per_flow[r["flow"]] = per_flow.get(r["flow"], 0) + r["records"]
     return RecordStats(
-        delay=sorted(delay, key=lambda r: nulls_first((r["flow"], r["ltopic"]))),
-        delay_buckets=sorted(buckets, key=lambda r: nulls_first((r["flow"], r["bucket"]))),
+        delay=delays(BY_FLOW, "ltopic"),
+        delay_buckets=delays(BY_BUCKET, "bucket"),
         records=[per_topic[k] for k in sorted(per_topic, key=nulls_first)],
         unmeasured=[{"flow": f, "copies": n} for f, n in sorted(per_flow.items())],
         looped=looped,

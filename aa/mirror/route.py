@@ -262,7 +262,7 @@ class Forwarder:
         """Hand the sealed batches to the producer, in order per target partition and
         round-robin across them: every partition's first batch, then every second... so each
         produce request carries a batch of every partition (see the module doc)."""
-        queues = [(key, q) for key, q in self._sealed.items()]
+        queues = list(self._sealed.items())
         self._sealed = {}
         for i in range(max((len(q) for _, q in queues), default=0)):
             for (target, partition), q in queues:
