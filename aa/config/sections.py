@@ -103,6 +103,22 @@ class Tuning:
         "consumer `max_partition_fetch_bytes`",
         flow="max_partition_fetch_bytes",
     )
+    fetch_max_wait_ms: int = setting(
+        25,
+        Integer(lo=0),
+        "consumer `fetch_max_wait_ms`: how long the source broker may hold a fetch until "
+        "`fetch_min_bytes` are there; at low rates fewer, fuller fetches (each costs the flow "
+        "a fetch, a produce request and offset syncs, whatever it holds) for at most this "
+        "much added latency; 0: answer at once",
+        flow="fetch_max_wait_ms",
+    )
+    fetch_min_bytes: int = setting(
+        256 * 1024,
+        Integer(lo=1),
+        "consumer `fetch_min_bytes`, lowered to the per-partition fetch size (so a lagging "
+        "partition never waits for it)",
+        flow="fetch_min_bytes",
+    )
     max_poll_records: int = setting(
         2000, Integer(lo=1), "records per `getmany`", flow="max_poll_records"
     )

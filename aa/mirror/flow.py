@@ -153,6 +153,8 @@ class MirrorFlow:
                 isolation_level="read_committed",
                 fetch_max_bytes=budget.fetch_max_bytes,
                 max_partition_fetch_bytes=MIN_PARTITION_FETCH,  # until assigned: PartitionShare
+                fetch_min_bytes=min(s.fetch_min_bytes, MIN_PARTITION_FETCH),  # and this
+                fetch_max_wait_ms=s.fetch_max_wait_ms,
                 metadata_max_age_ms=int(s.topic_sync_interval_s * 1000),
                 rebalance_timeout_ms=REBALANCE_TIMEOUT_MS,
             )
@@ -195,7 +197,8 @@ class MirrorFlow:
     def _wire(self, ctx: StageContext, topics: TopicSync) -> None:
         """The stages of this run, each given the run's context (clients, delivery, settings)."""
         target = self.make_target(ctx)
-        share = PartitionShare(MemoryBudget.of(ctx.settings), ctx.clients.consumer)
+        s = ctx.settings
+        share = PartitionShare(MemoryBudget.of(s), ctx.clients.consumer, s.fetch_min_bytes)
         self._placement = Placement(ctx, topics)
         self._fetcher = Fetcher(ctx, self._skipper, share)
         self._forwarder = Forwarder(ctx, self._placement, target, self._fetcher.set_lag)

@@ -93,16 +93,20 @@ class PartitionShare:
     assignment. aiokafka has no setter; its fetcher's attribute is set (checked at start: if a
     later aiokafka renames it, the flow refuses to start rather than buffer unbounded)."""
 
-    def __init__(self, budget: MemoryBudget, consumer: Any) -> None:
+    def __init__(self, budget: MemoryBudget, consumer: Any, min_bytes: int = 1) -> None:
         """``consumer`` is started (its fetcher exists), built with the per-partition size
         :data:`MIN_PARTITION_FETCH`: nothing fetched before the first :meth:`follow` passes the
-        budget's share."""
+        budget's share. ``min_bytes`` (``tuning.fetch_min_bytes``) follows too, never above
+        the per-partition size: a lagging partition alone fills it at once, never waiting
+        ``fetch_max_wait_ms`` for bytes its fetch size cannot hold."""
         fetcher = aiokafka_part(
             consumer,
             "_fetcher._max_partition_fetch_bytes",
             "keep a flow within tuning.memory_budget_mb",
         )
+        aiokafka_part(consumer, "_fetcher._fetch_min_bytes", "apply tuning.fetch_min_bytes")
         self._budget, self._consumer, self._fetcher = budget, consumer, fetcher
+        self._min_bytes = min_bytes
         self._assigned = -1
         self.largest = 0
         """The largest source batch handed out whole so far, in bytes (0: none yet)."""
@@ -125,6 +129,7 @@ class PartitionShare:
             self._assigned, self._aligned_to = assigned, self.largest
             size = whole_batches(self._budget.partition_fetch_bytes(assigned), self.largest)
             self._fetcher._max_partition_fetch_bytes = size
+            self._fetcher._fetch_min_bytes = min(self._min_bytes, size)
 
 
 def whole_batches(size: int, largest: int) -> int:

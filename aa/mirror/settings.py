@@ -37,6 +37,8 @@ class FlowSettings:
     max_poll_records: int = _TUNING.max_poll_records
     fetch_max_bytes: int = _TUNING.fetch_max_bytes
     max_partition_fetch_bytes: int = _TUNING.max_partition_fetch_bytes
+    fetch_max_wait_ms: int = _TUNING.fetch_max_wait_ms
+    fetch_min_bytes: int = _TUNING.fetch_min_bytes
     memory_budget_mb: int = _TUNING.memory_budget_mb
     batch_size: int = _TUNING.batch_size
     linger_ms: int = _TUNING.linger_ms

@@ -44,6 +44,7 @@ def test_a_six_partition_flow_fetches_two_512_kib_batches_per_partition_at_32_mi
 
 class _Fetcher:
     _max_partition_fetch_bytes = 0
+    _fetch_min_bytes = 1
 
 
 class _Consumer:
@@ -75,6 +76,17 @@ def test_a_partition_fetch_size_holds_whole_source_batches_once_their_size_is_se
     share.observe({tp: [_raw(SOURCE_BATCH - 4000), _raw(SOURCE_BATCH, 1000)]})
     share.follow()
     assert consumer._fetcher._max_partition_fetch_bytes == 2 * SOURCE_BATCH
+
+
+def test_fetch_min_bytes_follows_the_partition_fetch_size_and_never_passes_it() -> None:
+    """A fetch waits (up to ``fetch_max_wait_ms``) for ``fetch_min_bytes``; a lagging partition
+    alone must fill it at once, so it is never above what one partition's fetch may bring."""
+    budget = MemoryBudget(32 * MIB, 64 * MIB, 4 * MIB)
+    few, many = _Consumer(6), _Consumer(200)
+    PartitionShare(budget, few, 256 * 1024).follow()
+    PartitionShare(budget, many, 256 * 1024).follow()
+    assert few._fetcher._fetch_min_bytes == 256 * 1024  # 1.3 MiB per partition: the setting
+    assert many._fetcher._fetch_min_bytes == budget.partition_fetch_bytes(200) < 256 * 1024
 
 
 @pytest.mark.parametrize(
