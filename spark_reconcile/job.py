@@ -12,8 +12,7 @@ import asyncio
 import shutil
 import sys
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import replace
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,18 +29,28 @@ from spark_reconcile.findings.presence import ids as presence_ids
 from spark_reconcile.frames import literal_frame
 from spark_reconcile.options import JobOptions, add_arguments, from_args
 from spark_reconcile.plan import ReadPlan
-from spark_reconcile.probe import PartitionRange, Probe, probe
+from spark_reconcile.probe import Probe, horizons_frame, mirrored_frame, probe
 from spark_reconcile.record_stats import DELAY_SCHEMA, record_stats
-from spark_reconcile.records import decode_slow, decode_slow_rows, finish, prepare
+from spark_reconcile.records import decode_slow_rows, finish, prepare
 from spark_reconcile.repair import repair
+from spark_reconcile.repair_scope import (
+    first_on_branch,
+    not_older_than_target,
+    partition_counts,
+    recheck,
+    with_payload,
+)
 from spark_reconcile.report import render_html
 from spark_reconcile.session import build_session, finish_session
 from spark_reconcile.source import read_dcs, read_positions
 from spark_reconcile.state import RunState, load_state, save_state
 from spark_reconcile.summarise import (
     SAMPLE,
+    absent_by_flow,
     counts_by,
-    nulls_first,
+    counts_by_completeness,
+    iso,
+    missing_by_flow_and_bucket,
     sample,
     to_jsonable,
 )
@@ -122,9 +131,9 @@ def run(opts: JobOptions) -> int:
             shutil.rmtree(records_dir(opts.out).parent, ignore_errors=True)
         if opts.repair and summary["counts"]["missing"]:
             _log().info("reconcile.stage", stage="repair", records=summary["counts"]["missing"])
-            partitions = _partition_counts(all_ranges)
+            partitions = partition_counts(all_ranges)
             todo = spark.read.parquet(str(opts.out / "findings" / "repair"))
-            done = repair(_recheck(spark, plan, window, probed, todo, opts), plan, partitions)
+            done = repair(recheck(spark, plan, window, probed, todo, opts), plan, partitions)
             summary["repair"] = [{"target": k, "published": v} for k, v in sorted(done.items())]
     finally:
         finish_session(spark)  # the first run on a machine writes the JVM's AOT cache here
@@ -153,13 +162,6 @@ def _check_resolvers(opts: JobOptions) -> None:
             raise AaError(
                 f"--events {pattern}={resolver}: unknown resolver; use one of {', '.join(known)}"
             )
-
-
-def _partition_counts(ranges: Sequence[PartitionRange]) -> dict[tuple[str, str], int]:
-    out: dict[tuple[str, str], int] = {}
-    for r in ranges:
-        out[(r.dc, r.topic)] = max(out.get((r.dc, r.topic), 0), r.partition + 1)
-    return out
 
 
 def reconcile(
@@ -274,8 +276,8 @@ def reconcile(
             findings.absent(
                 expected,
                 due_ms=probed.at_ms - opts.grace_ms,
-                mirrored=_mirrored_df(spark, probed),
-                horizons=_horizons(
+                mirrored=mirrored_frame(spark, probed),
+                horizons=horizons_frame(
                     spark, records, all_ranges=[r for rs in ranges.values() for r in rs]
                 ),
                 flagged=flagged,
@@ -285,7 +287,7 @@ def reconcile(
     absent = spark.read.parquet(str(absent_path))
     missing_rows = absent.filter(F.col("status") == MISSING)
     tables = {
-        "missing": _with_payload(missing_rows, with_values, empty=not lacking),
+        "missing": with_payload(missing_rows, with_values, empty=not lacking),
         "duplicated": only_if(maybe_duplicated, findings.duplicated(records, flagged)),
         "looped": only_if(stats.looped, records.transform(findings.looped)),
         "malformed": only_if(stats.malformed, records.transform(findings.malformed)),
@@ -319,17 +321,10 @@ def reconcile(
     for name in tables:
         _log().info("reconcile.finding", finding=name, rows=rows.get(name), path=str(out / name))
     if opts.repair:
-        # the first DC lacking a record on each branch of its origin's route tree: the mirrors
-        # carry the repaired copy on to the DCs below it
-        upstream = absent.filter(F.col("status") != EXPIRED).select(
-            F.col("target").alias("parent"), "origin", "ltopic", "rid"
-        )
         all_ranges = [r for rs in ranges.values() for r in rs]
-        written["missing"].join(
-            upstream, ["parent", "origin", "ltopic", "rid"], "left_anti"
-        ).transform(_not_older_than_target(spark, records, all_ranges)).write.mode(
-            "overwrite"
-        ).parquet(str(out / "repair"))
+        first_on_branch(written["missing"], absent).transform(
+            not_older_than_target(spark, records, all_ranges)
+        ).write.mode("overwrite").parquet(str(out / "repair"))
     counts = {name: rows[name] for name in COUNT_FINDINGS}
     by_reason = {r["reason"]: r["count"] for r in counts_by(written["divergent"], "reason")}
     counts["divergent"] = sum(n for reason, n in by_reason.items() if reason in COUNTED)
@@ -339,9 +334,9 @@ def reconcile(
     # missing per flow and per bucket, in flight and expired per flow: one query each pair
     # (every query costs planning and codegen)
     missing_by_flow, missing_buckets = (
-        ([], {}) if empty["missing"] else _missing_by_flow_and_bucket(written["missing"])
+        ([], {}) if empty["missing"] else missing_by_flow_and_bucket(written["missing"])
     )
-    absent_by_flow = {} if empty["absent"] else _absent_by_flow(absent)
+    absent_per_flow = {} if empty["absent"] else absent_by_flow(absent)
     delay_buckets: dict[str, dict[str, float]] = {}
     for r in stats.delay_buckets:
         delay_buckets.setdefault(r["flow"], {})[str(r["bucket"])] = float(r["p99_ms"])
@@ -352,13 +347,13 @@ def reconcile(
     )
     summary: dict[str, Any] = {
         "window": {
-            "since": _iso(window.since_ms),
-            "until": _iso(window.until_ms),
+            "since": iso(window.since_ms),
+            "until": iso(window.until_ms),
             "since_ms": window.since_ms,
             "until_ms": window.until_ms,
             "slack_ms": window.slack_ms,
             "grace_ms": opts.grace_ms,
-            "probed_at": _iso(probed.at_ms),
+            "probed_at": iso(probed.at_ms),
         },
         "dcs": list(plan.dcs),
         "checked": checked,
@@ -372,8 +367,8 @@ def reconcile(
         "thresholds_crossed": crossed,
         "records": to_jsonable(stats.records),
         "missing_by_flow": to_jsonable(missing_by_flow),
-        "in_flight": absent_by_flow.get(IN_FLIGHT, []),
-        "expired": absent_by_flow.get(EXPIRED, []),
+        "in_flight": absent_per_flow.get(IN_FLIGHT, []),
+        "expired": absent_per_flow.get(EXPIRED, []),
         "divergent_by_reason": by_reason,
         "delay": delay_rows,
         "delay_unmeasured": to_jsonable(stats.unmeasured),
@@ -389,184 +384,6 @@ def records_dir(out: Path) -> Path:
     """The run's normalised records (Parquet; its ``_aa_reconcile_work`` folder is removed
     when the run ends)."""
     return out / "_aa_reconcile_work" / "records"
-
-
-def _recheck(
-    spark: Any, plan: ReadPlan, window: Window, probed: Probe, todo: Any, opts: JobOptions
-) -> Any:
-    """``todo`` without the records whose copy reached their target since the probe (the
-    mirror caught up while Spark ran): the targets are probed again and only what arrived
-    after the first probe's end offsets is read."""
-    from pyspark.sql import functions as F
-
-    again = asyncio.run(probe(plan, window, None, opts.connect_timeout_s))
-    ends = {(r.dc, r.topic, r.partition): r.end for rs in probed.ranges.values() for r in rs}
-    targets = {r.target for r in todo.select("target").distinct().collect()}
-    arrived = {
-        dc: [
-            replace(r, start=ends[(r.dc, r.topic, r.partition)])
-            for r in rs
-            if (r.dc, r.topic, r.partition) in ends
-        ]
-        for dc, rs in again.ranges.items()
-        if dc in targets
-    }
-    resolvers = {
-        r.logical: res
-        for rs in arrived.values()
-        for r in rs
-        if (res := plan.events.resolver_for(r.logical)) is not None
-    }
-    datacenters = {dc: plan.datacenter(dc) for dc in plan.dcs}
-    late = (
-        read_dcs(spark, datacenters, arrived)
-        .transform(prepare(resolvers))
-        .transform(decode_slow("ev_value", "ev_headers"))
-        .transform(finish(window, opts.bucket_ms))
-        .select(F.col("dc").alias("target"), "ltopic", "rid", "src", "event_error")
-    )
-    n_late = late.count()
-    if not n_late:
-        return todo
-    _log().info("reconcile.recheck", records_arrived=n_late)
-    return todo.join(
-        late.select("target", "ltopic", "rid"), ["target", "ltopic", "rid"], "left_anti"
-    ).join(
-        late.filter(F.col("event_error").isNotNull()).select("target", "ltopic", "src"),
-        ["target", "ltopic", "src"],
-        "left_anti",
-    )
-
-
-def _not_older_than_target(
-    spark: Any, records: Any, all_ranges: Sequence[PartitionRange]
-) -> Callable[[Any], Any]:
-    """On compacted topics, never re-append an older value after a newer one: drop repair rows
-    whose target already holds a record with the same key and a later timestamp."""
-    from pyspark.sql import functions as F
-
-    compacted = sorted({(r.dc, r.topic) for r in all_ranges if r.compacted})
-
-    def transform(todo: Any) -> Any:
-        if not compacted:
-            return todo
-        cut = literal_frame(spark, compacted, "target string, t_topic string")
-        newer = records.join(
-            F.broadcast(cut), (records.dc == cut.target) & (records.topic == cut.t_topic)
-        ).select("target", "ltopic", "key_hash", F.col("ts").alias("newer_ts"))
-        stale = (
-            todo.join(newer, ["target", "ltopic", "key_hash"])
-            .filter(F.col("newer_ts") > F.col("ts"))
-            .select("target", "ltopic", "rid")
-        )
-        return todo.join(stale, ["target", "ltopic", "rid"], "left_anti")
-
-    return transform
-
-
-def _absent_by_flow(absent: Any) -> dict[str, list[dict[str, Any]]]:
-    """Per status of ``absent`` (in flight, expired...): records per flow and topic."""
-    out: dict[str, list[dict[str, Any]]] = {}
-    for r in counts_by(absent, "status", "origin", "target", "ltopic"):
-        out.setdefault(r["status"], []).append(
-            {**{k: r[k] for k in ("origin", "target", "ltopic")}, "records": r["count"]}
-        )
-    return out
-
-
-def _missing_by_flow_and_bucket(
-    missing: Any,
-) -> tuple[list[dict[str, Any]], dict[str, int]]:
-    """Missing records per flow and topic (ordered by origin, target, topic) and per time
-    bucket, from one aggregation."""
-    per_flow: dict[tuple[Any, ...], int] = {}
-    per_bucket: dict[Any, int] = {}
-    for r in counts_by(missing, "origin", "target", "ltopic", "bucket"):
-        flow = (r["origin"], r["target"], r["ltopic"])
-        per_flow[flow] = per_flow.get(flow, 0) + r["count"]
-        per_bucket[r["bucket"]] = per_bucket.get(r["bucket"], 0) + r["count"]
-    return (
-        [
-            {"origin": o, "target": t, "ltopic": lt, "count": per_flow[(o, t, lt)]}
-            for o, t, lt in sorted(per_flow, key=nulls_first)
-        ],
-        {str(b): per_bucket[b] for b in sorted(per_bucket, key=lambda b: (b is not None, b))},
-    )
-
-
-def _with_payload(rows: Any, with_values: Callable[[Any], Any], *, empty: bool = False) -> Any:
-    """Missing rows with the origin record's ``key``, ``value`` and ``headers`` (for repair),
-    read back from the origin DC for these offsets only. ``empty``: ``rows`` are known to be
-    empty (no query to find out)."""
-    from pyspark.sql import functions as F
-
-    if empty or rows.isEmpty():
-        return rows.select(
-            "*",
-            F.lit(None).cast("binary").alias("key"),
-            F.lit(None).cast("binary").alias("value"),
-            F.lit(None).cast("array<struct<key:string,value:binary>>").alias("headers"),
-        )
-    return (
-        with_values(rows.withColumn("dc", F.col("origin")))
-        .drop("dc")
-        .withColumnRenamed("record_key", "key")
-    )
-
-
-def _mirrored_df(spark: Any, probed: Probe) -> Any:
-    return literal_frame(
-        spark,
-        [(m.source, m.target, m.topic, m.partition, m.committed) for m in probed.mirrored],
-        "source string, target string, topic string, partition int, committed long",
-    )
-
-
-def _horizons(spark: Any, records: Any, all_ranges: Sequence[PartitionRange]) -> Any:
-    """``dc, ltopic, partition, horizon_ts`` of truncated partitions: the time of the first
-    record each still holds (the probe time when retention removed them all)."""
-    from pyspark.sql import functions as F
-
-    cut = [r for r in all_ranges if r.log_start > 0 and r.start <= r.log_start]
-    starts = literal_frame(
-        spark,
-        [(r.dc, r.topic, r.logical, r.partition, r.log_start, r.empty) for r in cut],
-        "dc string, topic string, ltopic string, partition int, offset long, empty boolean",
-    )
-    first = records.select("dc", "topic", "partition", "offset", "ts")
-    return (
-        starts.join(first, ["dc", "topic", "partition", "offset"], "left")
-        .withColumn(
-            "ts",
-            F.when(F.col("empty"), F.lit(int(time.time() * 1000))).otherwise(F.col("ts")),
-        )
-        .groupBy("dc", "ltopic", "partition")
-        .agg(F.max("ts").alias("horizon_ts"))
-        .filter(F.col("horizon_ts").isNotNull())
-    )
-
-
-def counts_by_completeness(df: Any) -> list[dict[str, Any]]:
-    """Completeness totals per topic, origin and DC (the per-bucket rows are in Parquet)."""
-    from pyspark.sql import functions as F
-
-    return [
-        r.asDict()
-        for r in df.groupBy("ltopic", "origin", "dc")
-        .agg(
-            F.sum("origin_count").alias("origin_count"),
-            F.sum("count").alias("count"),
-            F.sum("missing").alias("missing"),
-        )
-        .orderBy("ltopic", "origin", "dc")
-        .collect()
-    ]
-
-
-def _iso(ms: int) -> str:
-    from datetime import UTC, datetime
-
-    return datetime.fromtimestamp(ms / 1000, UTC).isoformat().replace("+00:00", "Z")
 
 
 def _write_outputs(out: Path, summary: dict[str, Any]) -> None:

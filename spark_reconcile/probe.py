@@ -3,13 +3,15 @@
 Doing this with aiokafka first means an unreachable DC fails the run in seconds with its name
 (Spark's Kafka source would retry for minutes), and Spark then reads exact offset ranges
 (``assign`` + ``startingOffsets``/``endingOffsets`` JSON) that are recorded for the next run.
+What the probe found that findings join with (the mirrors' committed offsets, truncated
+partitions' horizons) is turned into small frames here too.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -21,6 +23,7 @@ from aa.config.client import preflight
 from aa.mirror.build import group_id
 from aa.offsets.groups import group_offsets
 from spark_reconcile.errors import DcUnreachableError
+from spark_reconcile.frames import literal_frame
 from spark_reconcile.plan import ReadPlan
 from spark_reconcile.state import RunState
 from spark_reconcile.window import Window
@@ -234,3 +237,36 @@ async def _ranges(
         start = max(start, begins[tp])
         out.append(PartitionRange(dc, tp.topic, logical, tp.partition, start, ends[tp], begins[tp]))
     return out
+
+
+def mirrored_frame(spark: Any, probed: Probe) -> Any:
+    """``probed.mirrored`` as a frame: each flow's committed source offset per partition."""
+    return literal_frame(
+        spark,
+        [(m.source, m.target, m.topic, m.partition, m.committed) for m in probed.mirrored],
+        "source string, target string, topic string, partition int, committed long",
+    )
+
+
+def horizons_frame(spark: Any, records: Any, all_ranges: Sequence[PartitionRange]) -> Any:
+    """``dc, ltopic, partition, horizon_ts`` of truncated partitions: the time of the first
+    record each still holds (the probe time when retention removed them all)."""
+    from pyspark.sql import functions as F
+
+    cut = [r for r in all_ranges if r.log_start > 0 and r.start <= r.log_start]
+    starts = literal_frame(
+        spark,
+        [(r.dc, r.topic, r.logical, r.partition, r.log_start, r.empty) for r in cut],
+        "dc string, topic string, ltopic string, partition int, offset long, empty boolean",
+    )
+    first = records.select("dc", "topic", "partition", "offset", "ts")
+    return (
+        starts.join(first, ["dc", "topic", "partition", "offset"], "left")
+        .withColumn(
+            "ts",
+            F.when(F.col("empty"), F.lit(int(time.time() * 1000))).otherwise(F.col("ts")),
+        )
+        .groupBy("dc", "ltopic", "partition")
+        .agg(F.max("ts").alias("horizon_ts"))
+        .filter(F.col("horizon_ts").isNotNull())
+    )

@@ -72,3 +72,56 @@ def _plain(v: Any) -> Any:
     if isinstance(v, list):
         return [_plain(x) for x in v]
     return v
+
+
+def absent_by_flow(absent: Any) -> dict[str, list[dict[str, Any]]]:
+    """Per status of ``absent`` (in flight, expired...): records per flow and topic."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for r in counts_by(absent, "status", "origin", "target", "ltopic"):
+        out.setdefault(r["status"], []).append(
+            {**{k: r[k] for k in ("origin", "target", "ltopic")}, "records": r["count"]}
+        )
+    return out
+
+
+def missing_by_flow_and_bucket(
+    missing: Any,
+) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """Missing records per flow and topic (ordered by origin, target, topic) and per time
+    bucket, from one aggregation."""
+    per_flow: dict[tuple[Any, ...], int] = {}
+    per_bucket: dict[Any, int] = {}
+    for r in counts_by(missing, "origin", "target", "ltopic", "bucket"):
+        flow = (r["origin"], r["target"], r["ltopic"])
+        per_flow[flow] = per_flow.get(flow, 0) + r["count"]
+        per_bucket[r["bucket"]] = per_bucket.get(r["bucket"], 0) + r["count"]
+    return (
+        [
+            {"origin": o, "target": t, "ltopic": lt, "count": per_flow[(o, t, lt)]}
+            for o, t, lt in sorted(per_flow, key=nulls_first)
+        ],
+        {str(b): per_bucket[b] for b in sorted(per_bucket, key=lambda b: (b is not None, b))},
+    )
+
+
+def counts_by_completeness(df: Any) -> list[dict[str, Any]]:
+    """Completeness totals per topic, origin and DC (the per-bucket rows are in Parquet)."""
+    from pyspark.sql import functions as F
+
+    return [
+        r.asDict()
+        for r in df.groupBy("ltopic", "origin", "dc")
+        .agg(
+            F.sum("origin_count").alias("origin_count"),
+            F.sum("count").alias("count"),
+            F.sum("missing").alias("missing"),
+        )
+        .orderBy("ltopic", "origin", "dc")
+        .collect()
+    ]
+
+
+def iso(ms: int) -> str:
+    from datetime import UTC, datetime
+
+    return datetime.fromtimestamp(ms / 1000, UTC).isoformat().replace("+00:00", "Z")
