@@ -108,7 +108,7 @@ def run(opts: JobOptions) -> int:
         until_ms=window.until_ms,
     )
     probed = asyncio.run(probe(plan, window, state, opts.connect_timeout_s))
-    all_ranges = [r for rs in probed.ranges.values() for r in rs]
+    all_ranges = probed.all_ranges()
     for dc, reason in sorted(probed.unreachable.items()):
         _log().error("reconcile.not_checked", dc=dc, reason=reason)
         print(f"aa reconcile: error: {reason}; {dc} is not checked", file=sys.stderr)
@@ -175,13 +175,14 @@ def reconcile(
     from pyspark.sql import functions as F
 
     ranges = probed.ranges
+    all_ranges = probed.all_ranges()
     checked = sorted(ranges)
-    logical = sorted({r.logical for rs in ranges.values() for r in rs})
-    physical = {r.topic: r.logical for rs in ranges.values() for r in rs}
+    logical = sorted({r.logical for r in all_ranges})
+    physical = {r.topic: r.logical for r in all_ranges}
     resolvers = {t: res for t in logical if (res := plan.events.resolver_for(t)) is not None}
     datacenters = {dc: plan.datacenter(dc) for dc in plan.dcs}
     _log().info("reconcile.stage", stage="read", topics=logical, event_topics=sorted(resolvers))
-    to_read = sum(max(0, r.end - r.start) for rs in ranges.values() for r in rs)
+    to_read = sum(max(0, r.end - r.start) for r in all_ranges)
     # split big partitions across the cores; small reads stay one task per partition
     split = spark.sparkContext.defaultParallelism if to_read >= SPLIT_READS_FROM else None
     raw = read_dcs(spark, datacenters, ranges, min_partitions=split)
@@ -277,9 +278,7 @@ def reconcile(
                 expected,
                 due_ms=probed.at_ms - opts.grace_ms,
                 mirrored=mirrored_frame(spark, probed),
-                horizons=horizons_frame(
-                    spark, records, all_ranges=[r for rs in ranges.values() for r in rs]
-                ),
+                horizons=horizons_frame(spark, records, all_ranges=all_ranges),
                 flagged=flagged,
             )
         ),
@@ -321,7 +320,6 @@ def reconcile(
     for name in tables:
         _log().info("reconcile.finding", finding=name, rows=rows.get(name), path=str(out / name))
     if opts.repair:
-        all_ranges = [r for rs in ranges.values() for r in rs]
         first_on_branch(written["missing"], absent).transform(
             not_older_than_target(spark, records, all_ranges)
         ).write.mode("overwrite").parquet(str(out / "repair"))

@@ -78,6 +78,10 @@ class Probe:
     mirrored: list[Mirrored] = field(default_factory=list)
     at_ms: int = 0
 
+    def all_ranges(self) -> list[PartitionRange]:
+        """Every reachable DC's ranges, in one list."""
+        return [r for rs in self.ranges.values() for r in rs]
+
 
 async def probe(
     plan: ReadPlan,

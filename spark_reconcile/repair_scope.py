@@ -95,7 +95,7 @@ def recheck(
     from pyspark.sql import functions as F
 
     again = asyncio.run(probe(plan, window, None, opts.connect_timeout_s))
-    ends = {(r.dc, r.topic, r.partition): r.end for rs in probed.ranges.values() for r in rs}
+    ends = {(r.dc, r.topic, r.partition): r.end for r in probed.all_ranges()}
     targets = {r.target for r in todo.select("target").distinct().collect()}
     arrived = {
         dc: [
