@@ -13,6 +13,7 @@ from aiokafka.errors import KafkaTimeoutError
 
 from aa.mirror.context import StageContext
 from aa.mirror.errors import FlowError
+from aa.mirror.limits import target_limits
 from aa.mirror.pending import Pending
 from aa.mirror.refusals import BROKER_REFUSALS
 from aa.mirror.target import Target
@@ -35,6 +36,8 @@ class Settler:
         results = await asyncio.gather(*futures, return_exceptions=True)
         for (_, held, target, tp), result in zip(pending.sends, results, strict=True):
             if isinstance(result, BaseException):
+                if len(held) > 1:
+                    await self._rescreen(held, tp, target, result)
                 for record in held:
                     await self._refused(record, tp, target, result, alone=len(held) == 1)
             elif self.ctx.clients.syncs is not None and held:
@@ -90,6 +93,33 @@ class Settler:
             else:
                 return
 
+    async def _rescreen(
+        self, held: list[Any], tp: TopicPartition, target: str, exc: BaseException
+    ) -> None:
+        """The target refused a batch of several records, so which one it refused is unknown.
+        When the target's limits as read now refuse one of them (they changed since the flow
+        read them; topic sync re-reads them only every interval), restart: the new flow screens
+        each record against them and dead-letters it or stops before it, in order."""
+        kind = BROKER_REFUSALS.get(type(exc))
+        if kind is None or self.ctx.delivery.refusal(exc) is not None:
+            return
+        limits = (await target_limits(self.ctx.clients.target_admin, [target])).get(target)
+        if limits is None:  # the topic is gone: the send's own error stops or restarts the flow
+            return
+        now_ms = int(time.time() * 1000)
+        for record in held:
+            refusal = limits.refusal(record, now_ms)
+            if refusal is not None:
+                s = self.ctx.settings
+                raise FlowError(
+                    f"{s.name}: {s.target}/{target} refused a batch of {len(held)} records "
+                    f"({exc!r}); its limits changed since the flow read them "
+                    f"({tp.topic}/{tp.partition}@{record.offset}: {refusal.detail}), so the "
+                    "flow restarts and screens each record against them",
+                    kind=kind,
+                    retriable=True,
+                ) from exc
+
     async def _refused(
         self, record: Any, tp: TopicPartition, target: str, exc: BaseException, *, alone: bool
     ) -> None:
@@ -123,10 +153,14 @@ class Settler:
             ).inc()
             return
         # A restart would send the same records and be refused again: stop for good.
+        hint = (
+            ""
+            if s.on_error == "dead-letter"
+            else " (or, for a single record, set on_error: dead-letter)"
+        )
         raise FlowError(
             f"{s.name}: {s.target}/{target} refused the batch holding {where} ({exc!r}); no "
-            "retry can fix this, so the flow stops before it; fix the target topic's config "
-            "(or, for a single record, set on_error: dead-letter)",
+            f"retry can fix this, so the flow stops before it; fix the target topic's config{hint}",
             kind=kind,
             retriable=False,
         ) from exc
