@@ -7,12 +7,13 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
+from aiokafka import AIOKafkaProducer
 
 from aa.config import read_yaml
 from aa.mirror.build import build_flows
 from tests.conftest import DcCluster
-from tests.helpers.kafka import Rec, consume_all, create_topic, produce
-from tests.helpers.mirror import running_flow
+from tests.helpers.kafka import Rec, consume_all, create_topic, eventually, produce
+from tests.helpers.mirror import committed, running_flow
 
 pytestmark = pytest.mark.integration
 
@@ -44,3 +45,44 @@ async def test_odd_keys_and_values_are_copied_byte_for_byte(
         assert not task.done()
     assert [(r.key, r.value) for r in got] == [(s.key, s.value) for s in sent]
     assert ("app", b"\xff") in list(got[0].headers)
+
+
+async def test_aborted_source_transactions_are_not_copied_and_the_commit_reaches_the_end(
+    dc_clusters: dict[str, DcCluster], unique_name: Callable[[str], str]
+) -> None:
+    # A transactional application in SF: its aborted records stay in SF's log between the
+    # committed ones, and every transaction ends with a control record. The flow's own fetch
+    # path (lean records, batch restamping) must skip the aborted ones as read_committed does,
+    # and its commit must pass the last control record (else lag never reaches 0).
+    sf, nyc = dc_clusters["SF"].bootstrap, dc_clusters["NYC"].bootstrap
+    topic = await create_topic(sf, unique_name("txn"), partitions=1)
+    producer = AIOKafkaProducer(bootstrap_servers=sf, transactional_id=unique_name("tx"))
+    await producer.start()
+    try:
+        for n in range(5):
+            await producer.begin_transaction()
+            for i in range(5):
+                await producer.send(topic, key=b"k", value=f"t{n}-{i}".encode(), partition=0)
+            await producer.flush()
+            await (producer.abort_transaction() if n % 2 else producer.commit_transaction())
+    finally:
+        await producer.stop()
+    t = read_yaml(
+        f"datacenters:\n  SF: {{bootstrap: '{sf}'}}\n  NYC: {{bootstrap: '{nyc}'}}\n"
+        f"flows: [SF->NYC]\ntopics: ['{topic}']\n"
+        "heartbeats: {enabled: false}\ncheckpoints: {enabled: false}\n"
+    )
+    [(settings, router)] = build_flows(t, t.inbound("NYC"))
+    async with running_flow(settings, router) as (_flow, task):
+        got = await consume_all(nyc, topic, count=15, timeout=60, settle=1.0)
+        await eventually(
+            lambda: _committed_is(sf, settings.group_id or "", topic, 30),
+            timeout=30,
+            message="the commit passes the last transaction marker (offset 30)",
+        )
+        assert not task.done()
+    assert [r.value for r in got] == [f"t{n}-{i}".encode() for n in (0, 2, 4) for i in range(5)]
+
+
+async def _committed_is(bootstrap: str, group: str, topic: str, want: int) -> bool:
+    return (await committed(bootstrap, group, topic, 1)) == {0: want}
