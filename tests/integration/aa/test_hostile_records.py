@@ -5,6 +5,7 @@ copied byte for byte — the mirror never interprets keys or values."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from aiokafka import AIOKafkaProducer
@@ -21,6 +22,17 @@ NEAR_LIMIT = 1_000_000
 """Bytes of the largest value: under the default max.message.bytes (1048588) with its batch."""
 
 
+def _sf_to_nyc(sf: str, nyc: str, topic: str, extra: str = "") -> tuple[Any, Any]:
+    """The real SF->NYC flow of a topology copying ``topic`` (router included: the batch path)."""
+    t = read_yaml(
+        f"datacenters:\n  SF: {{bootstrap: '{sf}'}}\n  NYC: {{bootstrap: '{nyc}'}}\n"
+        f"flows: [SF->NYC]\ntopics: ['{topic}']\n{extra}"
+        "heartbeats: {enabled: false}\ncheckpoints: {enabled: false}\n"
+    )
+    [(settings, router)] = build_flows(t, t.inbound("NYC"))
+    return settings, router
+
+
 async def test_odd_keys_and_values_are_copied_byte_for_byte(
     dc_clusters: dict[str, DcCluster], unique_name: Callable[[str], str]
 ) -> None:
@@ -34,12 +46,7 @@ async def test_odd_keys_and_values_are_copied_byte_for_byte(
         Rec(b"big", bytes(range(256)) * (NEAR_LIMIT // 256), partition=0),
     ]
     await produce(sf, topic, sent, max_request_size=2 * NEAR_LIMIT)
-    t = read_yaml(
-        f"datacenters:\n  SF: {{bootstrap: '{sf}'}}\n  NYC: {{bootstrap: '{nyc}'}}\n"
-        f"flows: [SF->NYC]\ntopics: ['{topic}']\noffset_sync: {{enabled: false}}\n"
-        "heartbeats: {enabled: false}\ncheckpoints: {enabled: false}\n"
-    )
-    [(settings, router)] = build_flows(t, t.inbound("NYC"))
+    settings, router = _sf_to_nyc(sf, nyc, topic, "offset_sync: {enabled: false}\n")
     async with running_flow(settings, router) as (_flow, task):
         got = await consume_all(nyc, topic, count=len(sent), timeout=90, settle=0.5)
         assert not task.done()
@@ -67,12 +74,7 @@ async def test_aborted_source_transactions_are_not_copied_and_the_commit_reaches
             await (producer.abort_transaction() if n % 2 else producer.commit_transaction())
     finally:
         await producer.stop()
-    t = read_yaml(
-        f"datacenters:\n  SF: {{bootstrap: '{sf}'}}\n  NYC: {{bootstrap: '{nyc}'}}\n"
-        f"flows: [SF->NYC]\ntopics: ['{topic}']\n"
-        "heartbeats: {enabled: false}\ncheckpoints: {enabled: false}\n"
-    )
-    [(settings, router)] = build_flows(t, t.inbound("NYC"))
+    settings, router = _sf_to_nyc(sf, nyc, topic)
     async with running_flow(settings, router) as (_flow, task):
         got = await consume_all(nyc, topic, count=15, timeout=60, settle=1.0)
         await eventually(

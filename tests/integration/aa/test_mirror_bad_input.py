@@ -4,8 +4,9 @@ commits source offsets past a record the target did not take."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 
 import orjson
 import pytest
@@ -17,7 +18,7 @@ from aa.mirror.supervisor import Backoff, Supervisor
 from aa.observe.metrics import Metrics
 from tests.conftest import DcCluster
 from tests.helpers.kafka import Rec, consume_all, create_topic, delete_topic, eventually, produce
-from tests.helpers.mirror import OriginOnlyRouter, committed, exact, running_flow
+from tests.helpers.mirror import OriginOnlyRouter, committed, exact, running_flow, supervised
 
 pytestmark = pytest.mark.integration
 
@@ -138,48 +139,44 @@ async def test_record_larger_than_target_limit_is_dead_lettered_by_reference(
     assert dict(dead.headers)[DEAD_LETTER_REASON].startswith(b"record-too-large")
 
 
-async def test_target_limit_lowered_mid_run_dead_letters_the_record_of_a_refused_batch(
-    dc_clusters: dict[str, DcCluster], unique_name: Names
-) -> None:
-    # The flow read NYC's limits when it first saw the topic; an operator lowers them before
-    # the next topic sync (every topic_sync_interval_s), so a whole batch is refused by the
-    # broker and the flow cannot tell which record it refused. Dead-letter mode must still
-    # dead-letter that record (not stop for good) and copy the rest, in order, once.
+@contextlib.asynccontextmanager
+async def _limit_lowered_mid_run(
+    dc_clusters: dict[str, DcCluster], unique_name: Names, **kw: object
+) -> AsyncIterator[tuple[Supervisor, str, str, str, str]]:
+    """SF->NYC under a supervisor; once NYC's limits are read (1 MiB), an operator lowers them
+    to 2048 bytes before the next topic sync, and SF gets one batch of six records whose
+    fourth (offset 4) is 8000 bytes: NYC refuses the batch whole, so the flow cannot tell
+    which record it refused."""
     sf, nyc, topic, group = await _setup(
         dc_clusters, unique_name, [Rec(b"k", b"first", partition=0)]
     )
     await create_topic(nyc, topic, partitions=1, config={"max.message.bytes": "1048576"})
-    dlq = unique_name("dlq")
-    settings = _settings(
-        sf,
-        nyc,
-        group,
-        on_error="dead-letter",
-        dead_letter_topic=dlq,
-        config_exclude=DEFAULT_CONFIG_EXCLUDE | {"max.message.bytes"},
-        topic_sync_interval_s=3600,
-    )
-    sup = Supervisor(
-        [(settings, OriginOnlyRouter("SF", "NYC", exact(topic)))],
-        Metrics(),
-        backoff=Backoff(initial_s=0.2, max_s=0.5),
-        shutdown_timeout_s=10,
-    )
-    run = asyncio.create_task(sup.run(install_signals=False))
-    try:
-        await consume_all(nyc, topic, count=1, timeout=60)  # NYC's limits are read: 1 MiB
+    exclude = DEFAULT_CONFIG_EXCLUDE | {"max.message.bytes"}
+    settings = _settings(sf, nyc, group, config_exclude=exclude, topic_sync_interval_s=3600, **kw)
+    async with supervised(settings, OriginOnlyRouter("SF", "NYC", exact(topic))) as sup:
+        await consume_all(nyc, topic, count=1, timeout=60)  # NYC's limits are read
         async with ClusterAdmin("NYC", bootstrap_servers=nyc) as admin:
             await admin.set_topic_configs(topic, {"max.message.bytes": "2048"})
         records = _recs(6, {})
         records[3] = Rec(b"big", b"x" * 8000, partition=0)
-        await produce(sf, topic, records)  # one batch: refused whole by NYC
+        await produce(sf, topic, records)
+        yield sup, sf, nyc, topic, group
+
+
+async def test_target_limit_lowered_mid_run_dead_letters_the_record_of_a_refused_batch(
+    dc_clusters: dict[str, DcCluster], unique_name: Names
+) -> None:
+    # Dead-letter mode must dead-letter the refused batch's big record (not stop for good)
+    # and copy the rest, in order, once.
+    dlq = unique_name("dlq")
+    scenario = _limit_lowered_mid_run(
+        dc_clusters, unique_name, on_error="dead-letter", dead_letter_topic=dlq
+    )
+    async with scenario as (sup, sf, nyc, topic, group):
         copied = await consume_all(nyc, topic, count=6, timeout=60, settle=1.0)
         [dead] = await consume_all(nyc, dlq, count=1, timeout=30)
         await eventually(lambda: _is(committed(sf, group, topic, 1), {0: 7}), message="commit 7")
         restarts = sup.states["SF->NYC"].restarts
-    finally:
-        sup.stop()
-        await asyncio.wait_for(run, 30)
     assert [r.value for r in copied] == [b"first"] + [f"v{i}".encode() for i in (0, 1, 2, 4, 5)]
     assert dead.key == b"big"
     assert dict(dead.headers)[DEAD_LETTER_REASON].startswith(b"record-too-large")
@@ -191,49 +188,17 @@ async def test_target_limit_lowered_mid_run_stops_the_flow_before_the_record_not
 ) -> None:
     # on_error: fail. The refused batch's first record is not what NYC refuses: the flow must
     # copy the records before the big one and stop before it, naming it and the limit.
-    sf, nyc, topic, group = await _setup(
-        dc_clusters, unique_name, [Rec(b"k", b"first", partition=0)]
-    )
-    await create_topic(nyc, topic, partitions=1, config={"max.message.bytes": "1048576"})
-    settings = _settings(
-        sf,
-        nyc,
-        group,
-        config_exclude=DEFAULT_CONFIG_EXCLUDE | {"max.message.bytes"},
-        topic_sync_interval_s=3600,
-    )
-    sup = Supervisor(
-        [(settings, OriginOnlyRouter("SF", "NYC", exact(topic)))],
-        Metrics(),
-        backoff=Backoff(initial_s=0.2, max_s=0.5),
-        shutdown_timeout_s=10,
-    )
-    run = asyncio.create_task(sup.run(install_signals=False))
-    try:
-        await consume_all(nyc, topic, count=1, timeout=60)
-        async with ClusterAdmin("NYC", bootstrap_servers=nyc) as admin:
-            await admin.set_topic_configs(topic, {"max.message.bytes": "2048"})
-        records = _recs(6, {})
-        records[3] = Rec(b"big", b"x" * 8000, partition=0)
-        await produce(sf, topic, records)
-        await eventually(
-            lambda: _is_state(sup, "failed"), timeout=60, message="the flow stopped for good"
-        )
-        copied = await consume_all(nyc, topic, count=4, timeout=30, settle=1.0)
+    async with _limit_lowered_mid_run(dc_clusters, unique_name) as (sup, sf, nyc, topic, group):
         state = sup.states["SF->NYC"]
+        await eventually(lambda: state.state == "failed", timeout=60, message="stopped for good")
+        copied = await consume_all(nyc, topic, count=4, timeout=30, settle=1.0)
         offsets = await committed(sf, group, topic, 1)
-    finally:
-        sup.stop()
-        await asyncio.wait_for(run, 30)
     assert [r.value for r in copied] == [b"first", b"v0", b"v1", b"v2"]
     assert f"{topic}/0@4" in (state.last_error or "")
     assert "larger than" in (state.last_error or "")
-    assert offsets[0] is not None and offsets[0] <= 4
+    assert offsets[0] is not None
+    assert offsets[0] <= 4
     assert state.restarts <= 1
-
-
-async def _is_state(sup: Supervisor, state: str) -> bool:
-    return sup.states["SF->NYC"].state == state
 
 
 def _closed_port() -> int:
