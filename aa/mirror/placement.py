@@ -8,9 +8,10 @@ import asyncio
 import contextlib
 
 from aiokafka import TopicPartition
+from aiokafka.errors import UnknownTopicOrPartitionError
 
 from aa.mirror.context import StageContext
-from aa.mirror.errors import is_crash
+from aa.mirror.errors import FlowError, is_crash
 from aa.mirror.limits import TargetLimits, target_limits
 from aa.mirror.topics import TopicSync
 from aa.observe.metrics import Metrics
@@ -40,12 +41,32 @@ class Placement:
             if self.ctx.settings.topic_sync:
                 await self.topics.sync(only=source_topic)
             if target not in self.topics.partitions:
-                parts = await self.ctx.clients.producer.partitions_for(target)
+                try:
+                    parts = await self.ctx.clients.producer.partitions_for(target)
+                except UnknownTopicOrPartitionError as exc:
+                    raise self._missing(target) from exc
                 self.topics.partitions[target] = len(parts)
         if target not in self.limits:
             found = await target_limits(self.ctx.clients.target_admin, [target])
             self.limits[target] = found.get(target, TargetLimits(target))
         return target
+
+    def _missing(self, target: str) -> FlowError:
+        """The target topic does not exist: which, where and the fix; retried with backoff, so
+        copying starts by itself once the topic is there."""
+        s = self.ctx.settings
+        why = (
+            "topic sync did not create it (see topic_sync_failed in the log)"
+            if s.topic_sync
+            else "topic_sync.enabled is false, so aa does not create it: create it there "
+            "(or set topic_sync.enabled: true)"
+        )
+        return FlowError(
+            f"{s.name}: target topic {target} does not exist in {s.target} and {why}; the "
+            "flow retries with backoff",
+            kind="target-topic-missing",
+            retriable=True,
+        )
 
     async def place(self, tp: TopicPartition, target: str) -> tuple[int, bool]:
         """The target's partition count, and whether ``tp``'s records keep their partition.

@@ -201,6 +201,25 @@ async def test_target_limit_lowered_mid_run_stops_the_flow_before_the_record_not
     assert state.restarts <= 1
 
 
+async def test_missing_target_topic_with_topic_sync_off_names_the_topic_and_the_fix(
+    dc_clusters: dict[str, DcCluster], unique_name: Names
+) -> None:
+    # topic_sync.enabled: false means the operator owns the target's topics: one that does not
+    # exist must say which topic, where, and the two fixes, and copying must start by itself
+    # once the operator creates it.
+    sf, nyc, topic, group = await _setup(dc_clusters, unique_name, _recs(5, {}))
+    settings = _settings(sf, nyc, group, topic_sync=False, request_timeout_ms=5000)
+    async with supervised(settings, OriginOnlyRouter("SF", "NYC", exact(topic))) as sup:
+        state = sup.states["SF->NYC"]
+        await eventually(lambda: state.last_error, timeout=60, message="an error")
+        error = state.last_error or ""
+        await create_topic(nyc, topic, partitions=1)
+        copied = await consume_all(nyc, topic, count=5, timeout=90, settle=0.5)
+    assert f"{topic} does not exist in NYC" in error
+    assert "topic_sync.enabled" in error
+    assert [r.value for r in copied] == [f"v{i}".encode() for i in range(5)]
+
+
 def _closed_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
