@@ -9,7 +9,7 @@ import time
 from typing import Any
 
 from aiokafka import TopicPartition
-from aiokafka.errors import KafkaTimeoutError
+from aiokafka.errors import KafkaError, KafkaTimeoutError
 
 from aa.mirror.context import StageContext
 from aa.mirror.errors import FlowError
@@ -147,20 +147,25 @@ class Settler:
                 keep_value=kind != "record-too-large",
                 keep_timestamp=kind != "invalid-timestamp",
             )
-            await fut
+            try:
+                await fut
+            except KafkaError as dead:  # refused in turn: stops the flow, naming that topic
+                await self._refused(record, tp, s.dead_letter_topic, dead, alone=True)
+                raise
             self.ctx.metrics.dead_lettered.labels(
                 **self.ctx.labels, topic=tp.topic, reason=kind
             ).inc()
             return
         # A restart would send the same records and be refused again: stop for good.
-        hint = (
-            ""
-            if s.on_error == "dead-letter"
-            else " (or, for a single record, set on_error: dead-letter)"
-        )
+        if target == s.dead_letter_topic:
+            fix = "the dead-letter topic's config"
+        elif s.on_error == "dead-letter":
+            fix = "the target topic's config"
+        else:
+            fix = "the target topic's config (or, for a single record, set on_error: dead-letter)"
         raise FlowError(
             f"{s.name}: {s.target}/{target} refused the batch holding {where} ({exc!r}); no "
-            f"retry can fix this, so the flow stops before it; fix the target topic's config{hint}",
+            f"retry can fix this, so the flow stops before it; fix {fix}",
             kind=kind,
             retriable=False,
         ) from exc

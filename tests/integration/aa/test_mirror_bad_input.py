@@ -220,6 +220,41 @@ async def test_missing_target_topic_with_topic_sync_off_names_the_topic_and_the_
     assert [r.value for r in copied] == [f"v{i}".encode() for i in range(5)]
 
 
+async def test_dead_letter_topic_refusing_the_dead_letter_stops_the_flow_without_restarts(
+    dc_clusters: dict[str, DcCluster], unique_name: Names
+) -> None:
+    # NYC's topic turns compacted after the flow read its limits, so a null-key record is
+    # refused by the broker, not by the screen; its dead letter (the record, whole: 4000
+    # bytes) is refused in turn by a dead-letter topic the operator made small. No retry can
+    # fix either: the flow must stop once, naming the dead-letter topic, not restart forever.
+    # (Topic sync off: it would make NYC's topic like SF's again.)
+    sf, nyc, topic, group = await _setup(
+        dc_clusters, unique_name, [Rec(b"k", b"first", partition=0)]
+    )
+    await create_topic(nyc, topic, partitions=1)
+    dlq = await create_topic(nyc, unique_name("dlq"), config={"max.message.bytes": "1024"})
+    settings = _settings(
+        sf, nyc, group, on_error="dead-letter", dead_letter_topic=dlq, topic_sync=False
+    )
+    async with supervised(settings, OriginOnlyRouter("SF", "NYC", exact(topic))) as sup:
+        state = sup.states["SF->NYC"]
+        await consume_all(nyc, topic, count=1, timeout=60)  # NYC's limits are read
+        async with ClusterAdmin("NYC", bootstrap_servers=nyc) as admin:
+            await admin.set_topic_configs(topic, {"cleanup.policy": "compact"})
+        await produce(sf, topic, [Rec(None, b"x" * 4000, partition=0)])
+        await eventually(
+            lambda: state.state == "failed" or state.restarts >= 3,
+            timeout=60,
+            message="stopped, or restarting",
+        )
+        offsets = await committed(sf, group, topic, 1)
+    assert state.state == "failed"
+    assert state.restarts == 0
+    assert f"NYC/{dlq} refused" in (state.last_error or "")
+    assert "fix the dead-letter topic's config" in (state.last_error or "")
+    assert offsets == {0: 1}
+
+
 def _closed_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
