@@ -71,7 +71,7 @@ class Fetcher:
         batch = await self.ctx.clients.consumer.getmany(
             timeout_ms=200, max_records=self.ctx.settings.max_poll_records
         )
-        if self.share is not None:
+        if self.share is not None:  # before the next fetch leaves: no await in between
             self.share.observe(batch)
         for tp in [tp for tp, records in batch.items() if type(records[-1]) is CorruptBatch]:
             self._corrupt(batch, tp)
@@ -83,6 +83,8 @@ class Fetcher:
                         **self.ctx.labels, topic=tp.topic, reason="mirror-batch"
                     )
                 counter.inc(n)
+        if batch and self.share is not None:  # seeks done: the next fetch may leave now
+            await self.share.next_fetch_sent()
         self.raise_revoke_error()
         return generation, batch
 

@@ -17,7 +17,12 @@ shares, so the sum stays under it:
   brokers. ``fetch_max_bytes`` is lowered to the same share. Once the flow has seen its
   source batches (:meth:`PartitionShare.observe`), a partition's fetch size is rounded down
   to whole batches (:func:`whole_batches`): what Kafka adds past the last whole batch is
-  dropped by the consumer and fetched again;
+  dropped by the consumer and fetched again. When the source partitions are all read from one
+  broker (one fetch request carries them all, and ``fetch_max_bytes`` bounds its response), the
+  share is split across the partitions the last fetch left behind their end instead: a
+  partition that caught up no longer holds a slice of each round trip it does not use
+  (:meth:`PartitionShare.observe`; the response stays within ``fetch_max_bytes``, so the bound
+  is the same);
 - the response being parsed, held a second time for that moment: at most 1/4 again;
 - key and value bytes of records between fetch and acknowledgement: at most 1/4, held twice
   (the fetched bytes and their copy in a batch); one fetched batch may go over it when
@@ -38,12 +43,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from aa.mirror.errors import aiokafka_part
-from aa.mirror.restamp import RawBatch
+from aa.mirror.restamp import RawBatch, next_offset
 from aa.mirror.settings import FlowSettings
 
 MIB = 1024 * 1024
 MIN_PARTITION_FETCH = 1024
 """The consumer's own lower limit (``tuning.max_partition_fetch_bytes`` ≥ 1024)."""
+NEXT_FETCH_TURNS = 8
+"""Event-loop turns :meth:`PartitionShare.next_fetch_sent` waits at most: aiokafka's fetch
+task takes three from the ``getmany`` that emptied its buffers to the request written."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,11 +88,15 @@ class MemoryBudget:
         share = self.fetched_bytes // max(1, assigned)
         return max(MIN_PARTITION_FETCH, min(self.partition_cap, share))
 
-    def worst_case(self, assigned: int) -> int:
+    def worst_case(self, assigned: int, behind: int | None = None) -> int:
         """What the shares let a flow hold at once with ``assigned`` partitions (leaving out
         the whole first batch Kafka returns past a partition's fetch size): every partition's
-        fetch, the response being parsed a second time, and the records in flight twice."""
-        fetched = max(1, assigned) * self.partition_fetch_bytes(assigned)
+        fetch, the response being parsed a second time, and the records in flight twice.
+        ``behind``: the share split across that many partitions, all read from one broker,
+        so in one request whose response ``fetch_max_bytes`` bounds."""
+        fetched = max(1, assigned) * self.partition_fetch_bytes(behind or assigned)
+        if behind is not None:
+            fetched = min(fetched, self.fetch_max_bytes)
         return fetched + min(fetched, self.fetch_max_bytes) + 2 * self.in_flight_bytes
 
 
@@ -105,31 +117,67 @@ class PartitionShare:
             "keep a flow within tuning.memory_budget_mb",
         )
         aiokafka_part(consumer, "_fetcher._fetch_min_bytes", "apply tuning.fetch_min_bytes")
+        aiokafka_part(consumer, "_fetcher._select_read_replica", "see which broker a fetch reads")
+        aiokafka_part(consumer, "_fetcher._in_flight", "send the next fetch before routing")
         self._budget, self._consumer, self._fetcher = budget, consumer, fetcher
         self._min_bytes = min_bytes
-        self._assigned = -1
+        self._applied: tuple[int, int, int] | None = None
         self.largest = 0
         """The largest source batch handed out whole so far, in bytes (0: none yet)."""
-        self._aligned_to = 0
+        self.behind = 0
+        """Partitions the last fetch left behind their end (0: none, or not known yet)."""
 
     def observe(self, batch: Any) -> None:
-        """Note the largest whole source batch of a fetch: the last of each partition's list,
-        when it came undecoded (:class:`~aa.mirror.restamp.RawBatch`)."""
-        for records in batch.values():
+        """Note what a fetch showed, then :meth:`follow` it before the next fetch is sent: the
+        largest whole source batch (the last of each partition's list, when it came undecoded:
+        :class:`~aa.mirror.restamp.RawBatch`), and how many partitions are still behind their
+        end (the last stable offset, or the high watermark; unknown counts as behind)."""
+        behind = 0
+        for tp, records in batch.items():
             last = records[-1]
             if type(last) is RawBatch and len(last.data) > self.largest:
                 self.largest = len(last.data)
+            end = self._consumer.last_stable_offset(tp)
+            end = self._consumer.highwater(tp) if end is None else end
+            if end is None or next_offset(records) < end:
+                behind += 1
+        self.behind = behind
+        self.follow()
 
     def follow(self) -> None:
         """Adjust the per-partition size to the assignment (on assignment, and before each
-        fetch for consumers without a group), in whole source batches once their size is
-        known (see :func:`whole_batches`)."""
-        assigned = len(self._consumer.assignment())
-        if assigned != self._assigned or self.largest != self._aligned_to:
-            self._assigned, self._aligned_to = assigned, self.largest
-            size = whole_batches(self._budget.partition_fetch_bytes(assigned), self.largest)
+        fetch), in whole source batches once their size is known (see :func:`whole_batches`);
+        split across the partitions still behind when one broker serves them all (one request,
+        its response bounded by ``fetch_max_bytes``: :meth:`MemoryBudget.worst_case`)."""
+        assigned = self._consumer.assignment()
+        split = len(assigned)
+        if 0 < self.behind < split and self._one_broker(assigned):
+            split = self.behind
+        if (len(assigned), split, self.largest) != self._applied:
+            self._applied = (len(assigned), split, self.largest)
+            size = whole_batches(self._budget.partition_fetch_bytes(split), self.largest)
             self._fetcher._max_partition_fetch_bytes = size
             self._fetcher._fetch_min_bytes = min(self._min_bytes, size)
+
+    async def next_fetch_sent(self) -> None:
+        """Give aiokafka's fetch task the event-loop turns to send its next request (with the
+        size just set) before the flow routes what it took: routing a 16 MB fetch runs 13-16 ms
+        without a yield, and the request waited for it every round trip (docs/benchmarks.md,
+        W4). At most :data:`NEXT_FETCH_TURNS` turns: none is sent while a partition of the
+        broker still has unread records, and then there is nothing to wait for."""
+        after = 1  # the turn in which the request's task writes it, once the fetch task made it
+        for _ in range(NEXT_FETCH_TURNS):
+            if self._fetcher._in_flight:
+                if after == 0:
+                    return
+                after -= 1
+            await asyncio.sleep(0)
+
+    def _one_broker(self, assigned: Any) -> bool:
+        """Whether every assigned partition is fetched from the same, known broker (the one
+        aiokafka's fetcher would send its request to now)."""
+        nodes = {self._fetcher._select_read_replica(tp) for tp in assigned}
+        return len(nodes) == 1 and nodes.pop() not in (None, -1)
 
 
 def whole_batches(size: int, largest: int) -> int:
