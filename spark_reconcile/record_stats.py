@@ -3,12 +3,14 @@
 The replication delay per flow (a finding), the delay per flow and time bucket (the report's
 chart), the record counts per DC and topic, the copies without ``aa-ts`` per flow and the
 number of looped records each needed a full scan of the records file, with its own planning,
-code generation and JIT. One aggregation answers them all: every row is fed to up to three
-grouping sets (an explicit ``explode`` of the set numbers, so that a row only meets the sets it
-counts in: a copy without ``aa-ts`` never reaches a percentile buffer), and the few result
-rows are collected to the driver. The same scan counts the rows ``looped``, ``malformed`` and
-``completeness`` would report or count, so that those findings scan the records only when
-they have something to find (a clean night's run skips them).
+code generation and JIT. One query answers them all: a code-generated hash aggregation of the
+records on what the statistics ask of each (:func:`_distinct_rows`), then, on its few rows,
+the three grouping sets and their delay percentiles (:mod:`~spark_reconcile.findings.delay`:
+histograms of log-scale delay buckets, not ``percentile_approx``, an object aggregation Spark
+does not compile); the few result rows are collected to the driver. The same scan counts the
+rows ``looped``, ``malformed`` and ``completeness`` would report or count, so that those
+findings scan the records only when they have something to find (a clean night's run skips
+them).
 """
 
 from __future__ import annotations
@@ -16,12 +18,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from spark_reconcile.findings.delay import ACCURACY, QUANTILES, measured_flow, unmeasured_flow
+from spark_reconcile.findings.delay import (
+    QUANTILES,
+    delay_bucket,
+    is_measured,
+    measured_flow,
+    percentiles,
+    unmeasured_flow,
+)
 from spark_reconcile.findings.looped import looped_in_window
 from spark_reconcile.findings.malformed import is_malformed
 from spark_reconcile.summarise import RECORD_COUNTS, nulls_first, record_count_columns
 
 BY_FLOW, BY_BUCKET, BY_DC = 0, 1, 2
+PERCENTILES = tuple(f"p{p}_ms" for p in QUANTILES)
 """Grouping sets: (flow, ltopic) for the delay finding, (flow, bucket) for the chart,
 (dc, ltopic, unmeasured flow) for the record counts."""
 
@@ -51,62 +61,103 @@ class RecordStats:
     """Rows ``completeness`` counts (in the window, not an event topic, good provenance)."""
 
 
-def aggregate(records: Any) -> Any:
-    """Records -> one row per group of each grouping set (``gs``: :data:`BY_FLOW`,
-    :data:`BY_BUCKET`, :data:`BY_DC`)."""
+def _distinct_rows(records: Any) -> Any:
+    """Records in the window -> one row per distinct combination of what the statistics ask
+    of a record, with ``n`` rows and the counts that need the full row: a code-generated hash
+    aggregation on fixed-width buffers, the only per-record work of the scan (the flows,
+    paths and loops are then derived per combination, not per record). A measured copy's
+    time bucket and :func:`~.delay.delay_bucket` are part of its combination, and ``hi`` is
+    the largest delay of the rows behind it."""
     from pyspark.sql import functions as F
 
-    w = records.filter(F.col("in_window"))
-    flow_m = measured_flow()
+    measured = is_measured()
     delay = F.col("mirrored_at") - F.col("ts")
+    # the job's records keep the path as the string they were stored as: no split per record
+    path_s = F.col("path_s") if "path_s" in records.columns else F.concat_ws(",", "path")
+    return (
+        records.filter(F.col("in_window"))
+        .groupBy(
+            "dc",
+            "ltopic",
+            "origin",
+            path_s.alias("path_s"),
+            "has_prov",
+            F.col("prov_error").isNull().alias("prov_ok"),
+            F.col("mirrored_at").isNotNull().alias("has_ts"),
+            F.when(measured, F.col("bucket")).alias("bucket"),
+            F.when(measured, delay_bucket(delay)).alias("dbucket"),
+        )
+        .agg(
+            F.count(F.lit(1)).alias("n"),
+            F.count_if(is_malformed()).alias("malformed"),
+            # the rows ``completeness`` counts (topics that are not event-sourced)
+            F.count_if(F.col("resolver").isNull() & F.col("prov_error").isNull()).alias("plain"),
+            F.max(F.when(measured, delay)).alias("hi"),
+        )
+        # what the flow, loop and count expressions ask of these columns: whether they are set
+        .select(
+            "*",
+            F.lit(True).alias("in_window"),
+            F.when(~F.col("prov_ok"), F.lit("malformed provenance")).alias("prov_error"),
+            F.when(F.col("has_ts"), F.lit(0).cast("long")).alias("mirrored_at"),
+            F.split("path_s", ",").alias("path"),
+        )
+    )
+
+
+def aggregate(records: Any) -> Any:
+    """Records -> one row per group of each grouping set (``gs``: :data:`BY_FLOW`,
+    :data:`BY_BUCKET`, :data:`BY_DC`).
+
+    :func:`_distinct_rows` is the scan; its few rows are fed to up to three grouping sets (an
+    explicit ``explode`` of the set numbers, so that a row only meets the sets it counts in),
+    and the delay sets' percentiles are read off their histograms
+    (:func:`~.delay.percentiles`), all in one query."""
+    from pyspark.sql import functions as F
+
+    flow_m = measured_flow()
     sets = F.when(
         flow_m.isNotNull(), F.array(F.lit(BY_FLOW), F.lit(BY_BUCKET), F.lit(BY_DC))
     ).otherwise(F.array(F.lit(BY_DC)))
-    rows = w.select(
+    rows = _distinct_rows(records).select(
         F.explode(sets).alias("gs"),
         F.coalesce(flow_m, unmeasured_flow()).alias("flow"),
         flow_m.isNotNull().alias("measured"),
-        "dc",
-        "ltopic",
-        "bucket",
-        "has_prov",
-        "mirrored_at",
-        delay.alias("delay_ms"),
+        "*",
         looped_in_window().alias("looped"),
-        is_malformed().alias("malformed"),
-        # the rows ``completeness`` counts (topics that are not event-sourced)
-        (F.col("resolver").isNull() & F.col("prov_error").isNull()).alias("plain"),
     )
     is_dc = F.col("gs") == BY_DC
+    n = F.col("n")
     # a measured copy counts in BY_DC without a flow: only copies without aa-ts are named there
     key_flow = F.when(is_dc & F.col("measured"), F.lit(None)).otherwise(F.col("flow"))
-    # the percentile buffers see only the delay sets' rows
-    q = F.percentile_approx(F.when(~is_dc, F.col("delay_ms")), list(QUANTILES), ACCURACY)
-    return (
-        rows.select(
-            "gs",
-            key_flow.alias("flow"),
-            F.when(is_dc, F.col("dc")).alias("dc"),
-            F.when(F.col("gs") != BY_BUCKET, F.col("ltopic")).alias("ltopic"),
-            F.when(F.col("gs") == BY_BUCKET, F.col("bucket")).alias("bucket"),
-            "has_prov",
-            "mirrored_at",
-            "delay_ms",
-            "looped",
-            "malformed",
-            "plain",
-        )
-        .groupBy("gs", "flow", "dc", "ltopic", "bucket")
-        .agg(
-            *record_count_columns(),
-            F.count_if(is_dc & F.col("looped")).alias("looped"),
-            F.count_if(is_dc & F.col("malformed")).alias("malformed"),
-            F.count_if(is_dc & F.col("plain")).alias("plain"),
-            q.getItem(0).alias("p50_ms"),
-            q.getItem(1).alias("p90_ms"),
-            q.getItem(2).alias("p99_ms"),
-            F.max(F.when(~is_dc, F.col("delay_ms"))).alias("max_ms"),
-        )
+    counts = (*RECORD_COUNTS[1:], "looped", "malformed", "plain")
+    histogram = rows.groupBy(
+        "gs",
+        key_flow.alias("flow"),
+        F.when(is_dc, F.col("dc")).alias("dc"),
+        F.when(F.col("gs") != BY_BUCKET, F.col("ltopic")).alias("ltopic"),
+        F.when(F.col("gs") == BY_BUCKET, F.col("bucket")).alias("bucket"),
+        F.when(~is_dc, F.col("dbucket")).alias("dbucket"),
+    ).agg(
+        F.sum(n).alias("n"),
+        *record_count_columns(weight=n)[1:],
+        F.sum(F.when(is_dc & F.col("looped"), n).otherwise(0)).alias("looped"),
+        F.sum(F.when(is_dc, F.col("malformed")).otherwise(0)).alias("malformed"),
+        F.sum(F.when(is_dc, F.col("plain")).otherwise(0)).alias("plain"),
+        F.max(F.when(~is_dc, F.col("hi"))).alias("hi"),
+    )
+    # ``copies`` (a record count) is carried as ``n_copies``: percentiles name their total so
+    by = ("gs", "flow", "dc", "ltopic", "bucket")
+    carried = tuple(f"n_{c}" for c in counts)
+    renamed = histogram.select(
+        *by, "dbucket", "n", "hi", *(F.col(c).alias(f"n_{c}") for c in counts)
+    )
+    return percentiles(renamed, *by, carry=carried).select(
+        *by,
+        F.col("copies").alias("records"),
+        *(F.col(f"n_{c}").alias(c) for c in counts),
+        *PERCENTILES,
+        "max_ms",
     )
 
 

@@ -29,15 +29,17 @@ local writes (no provenance headers: origin = this DC), copies, and copies witho
 (:func:`record_count_columns`)."""
 
 
-def record_count_columns() -> list[Any]:
-    """The aggregations of :data:`RECORD_COUNTS`, over the records in the window."""
+def record_count_columns(weight: Any = None) -> list[Any]:
+    """The aggregations of :data:`RECORD_COUNTS`, over the records in the window (each row
+    counted ``weight`` times: a column of rows it stands for; once by default)."""
     from pyspark.sql import functions as F
 
+    w = F.lit(1) if weight is None else weight
     return [
-        F.count(F.lit(1)).alias("records"),
-        F.sum(F.when(~F.col("has_prov"), 1).otherwise(0)).alias("without_provenance"),
-        F.sum(F.when(F.col("has_prov"), 1).otherwise(0)).alias("copies"),
-        F.sum(F.when(F.col("has_prov") & F.col("mirrored_at").isNull(), 1).otherwise(0)).alias(
+        F.sum(w).alias("records") if weight is not None else F.count(F.lit(1)).alias("records"),
+        F.sum(F.when(~F.col("has_prov"), w).otherwise(0)).alias("without_provenance"),
+        F.sum(F.when(F.col("has_prov"), w).otherwise(0)).alias("copies"),
+        F.sum(F.when(F.col("has_prov") & F.col("mirrored_at").isNull(), w).otherwise(0)).alias(
             "copies_without_aa_ts"
         ),
     ]
