@@ -15,7 +15,8 @@ from aiokafka import TopicPartition
 
 from aa.mirror.context import StageContext
 from aa.mirror.memory import InFlightBytes, MemoryBudget
-from aa.mirror.pending import Pending
+from aa.mirror.pending import Batch, Pending
+from aa.mirror.restamp import RawBatch
 from aa.mirror.settle import Settler
 from aa.mirror.target import Target
 
@@ -36,11 +37,25 @@ class Committer:
         self.task: asyncio.Task[None] | None = None
         """The running :meth:`loop` (set by the flow), watched by :meth:`drain`."""
 
-    async def admit(self, pending: Pending) -> None:
-        """Queue a routed batch once the queue has room for it, in count and in bytes."""
-        pending.held_bytes = sum(pending.bytes.values())
-        await self.in_flight.reserve(pending.held_bytes)
+    async def reserve(self, batch: Batch) -> int:
+        """Hold a fetched batch's bytes in the in-flight share *before* it is routed (its
+        copies into target batches are made under the share, not past it): waits while the
+        batches before it hold the share. Returns what was held, for :meth:`admit`."""
+        n = fetched_size(batch)
+        if n:
+            await self.in_flight.reserve(n)
+        return n
+
+    async def admit(self, pending: Pending, held: int) -> None:
+        """Queue a routed batch (``held``: what :meth:`reserve` held for it, released once it
+        settles) once the queue has room for it in count."""
+        pending.held_bytes = held
         await self.queue.put(pending)
+
+    async def unreserve(self, held: int) -> None:
+        """Give back what :meth:`reserve` held for a batch that queued nothing."""
+        if held:
+            await self.in_flight.release(held)
 
     async def loop(self) -> None:
         """Settle and commit until the ``None`` that ends the queue."""
@@ -85,3 +100,18 @@ class Committer:
             join.cancel()
             return
         await self.commit(final=True)
+
+
+def fetched_size(batch: Batch) -> int:
+    """A fetched batch's bytes as the in-flight share counts them: a batch handed out whole
+    (:class:`~aa.mirror.restamp.RawBatch`) by its size as fetched (at least its records' key
+    and value bytes), a decoded record by its key and value bytes."""
+    n = 0
+    for records in batch.values():
+        for r in records:
+            if type(r) is RawBatch:
+                n += len(r.data)
+            else:
+                key, value = r.key, r.value
+                n += (len(key) if key is not None else 0) + (len(value) if value is not None else 0)
+    return n

@@ -207,7 +207,7 @@ class MirrorFlow:
         self._expiry = ExpiryCheck(ctx)
 
     async def _fetch_loop(self, stop: asyncio.Event) -> None:
-        """Fetch → admit → route → queue, one batch at a time, until ``stop``."""
+        """Fetch → admit → reserve → route → queue, one batch at a time, until ``stop``."""
         fetch, committer, delivery = self._fetcher, self._committer, self.delivery
         assert fetch is not None
         assert committer is not None
@@ -222,12 +222,16 @@ class MirrorFlow:
                     continue
                 if batch:
                     batch = delivery.admit(batch)
+                # the share first, then the copies: nothing routed past it (memory.py)
+                held = await committer.reserve(batch)
                 pending = await self._route(batch)
                 if fetch.damage is not None:  # stop before a damaged source batch
                     pending = pending or Pending()
                     pending.malformed = pending.malformed or fetch.damage
-                if pending is not None:
-                    await committer.admit(pending)
+                if pending is None:
+                    await committer.unreserve(held)
+                else:
+                    await committer.admit(pending, held)
                     fetch.queued(pending.offsets)
                     if pending.malformed is not None:
                         await committer.drain()

@@ -15,9 +15,12 @@ from aiokafka.errors import KafkaConnectionError
 
 from aa.mirror.batches import CorruptBatch
 from aa.mirror.commit import Committer
+from aa.mirror.delivery import AtLeastOnce
 from aa.mirror.errors import FlowError
 from aa.mirror.fetch import Fetcher
+from aa.mirror.flow import MirrorFlow
 from aa.mirror.limits import TargetLimits
+from aa.mirror.memory import MIB
 from aa.mirror.pending import Pending
 from aa.mirror.route import Forwarder
 from aa.mirror.settings import FlowSettings
@@ -401,7 +404,7 @@ async def test_a_drain_failing_in_the_revoke_is_raised_by_the_next_fetch() -> No
 
 
 async def test_a_lagging_flow_queues_no_more_record_bytes_than_its_memory_budget_share() -> None:
-    """Batches wait to be queued while the record bytes queued and not yet settled would pass
+    """Batches wait to be routed while the record bytes held and not yet settled would pass
     a quarter of ``memory_budget_mb`` (count alone — ``max_in_flight`` — let 4 batches of any
     size through: memory grew with the records' size while the target lagged)."""
     delivery = Delivery()
@@ -410,19 +413,17 @@ async def test_a_lagging_flow_queues_no_more_record_bytes_than_its_memory_budget
     late: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
     first = Pending(offsets={TP0: 10})
     first.sends.append((late, recs(TP0, 0, 1), "t", TP0))
-    first.bytes["t"] = share - 1000
     second = Pending(offsets={TP0: 20})
     second.sends.append(sent(None))
-    second.bytes["t"] = 2000
     loop = asyncio.create_task(c.loop())
-    await c.admit(first)
-    admitting = asyncio.create_task(c.admit(second))
+    await c.admit(first, await c.reserve({TP0: recs(TP0, 0, 1, value=b"x" * (share - 1000))}))
+    reserving = asyncio.create_task(c.reserve({TP0: recs(TP0, 1, 1, value=b"x" * 2000)}))
     for _ in range(20):  # let every ready task run; the first batch stays unsettled
         await asyncio.sleep(0)
-    assert not admitting.done(), "a batch was queued past the flow's in-flight byte share"
+    assert not reserving.done(), "a batch was let through past the flow's in-flight byte share"
     assert c.in_flight.held == share - 1000
     late.set_result(None)  # the target acknowledges the first batch: its bytes are released
-    await asyncio.wait_for(admitting, 5)
+    await c.admit(second, await asyncio.wait_for(reserving, 5))
     await c.queue.put(None)
     await asyncio.wait_for(loop, 5)
     assert c.in_flight.held == 0
@@ -436,12 +437,69 @@ async def test_a_batch_larger_than_the_byte_share_still_moves_when_nothing_is_he
     c, _ = committer(delivery, memory_budget_mb=4)
     big = Pending(offsets={TP0: 1})
     big.sends.append(sent(None))
-    big.bytes["t"] = 10 * 1024 * 1024
     loop = asyncio.create_task(c.loop())
-    await asyncio.wait_for(c.admit(big), 5)
+    held = await asyncio.wait_for(c.reserve({TP0: recs(TP0, 0, 1, value=b"x" * 10 * MIB)}), 5)
+    await c.admit(big, held)
     await c.queue.put(None)
     await asyncio.wait_for(loop, 5)
     assert c.in_flight.held == 0
+
+
+class Fetched:
+    """The fetch stage as the flow's loop sees it: ``batches`` one by one, then ``stop``."""
+
+    def __init__(self, batches: list[dict[TopicPartition, list[Any]]], stop: asyncio.Event) -> None:
+        self.batches, self.stop = batches, stop
+        self.routing = asyncio.Lock()
+        self.damage = None
+
+    async def next_batch(self) -> tuple[int, dict[TopicPartition, list[Any]]]:
+        if not self.batches:
+            self.stop.set()
+            return 0, {}
+        return 0, self.batches.pop(0)
+
+    def current(self, generation: int, batch: Any) -> bool:
+        return True
+
+    def queued(self, offsets: Any) -> None:
+        return None
+
+    async def moved_positions(self) -> dict[TopicPartition, int]:
+        return {}
+
+
+async def test_a_fetch_is_not_routed_while_the_fetch_before_it_holds_the_in_flight_share() -> None:
+    """The in-flight share is held before a fetch is routed, not after its target batches were
+    built and handed to the producer: one routed fetch could pass the share while the one
+    before it was unacknowledged, which ``MemoryBudget.worst_case`` did not count (W4 traced
+    per request, docs/benchmarks.md)."""
+    s = settings(memory_budget_mb=4, commit_interval_s=3600)
+    target = FakeTarget()
+    ctx = stage_context(s, Router(), delivery=AtLeastOnce(s))
+    flow = MirrorFlow(s, Router(), ctx.metrics, delivery=ctx.delivery)  # type: ignore[arg-type]
+    stop = asyncio.Event()
+    value = b"x" * (MIB * 3 // 4)  # each fetch alone fills most of the 1 MiB in-flight share
+    flow._fetcher = Fetched(
+        [{TP0: recs(TP0, 0, 1, value=value)}, {TP1: recs(TP1, 0, 1, value=value)}], stop
+    )  # type: ignore[assignment]
+    flow._forwarder = Forwarder(ctx, Placement(), target, lambda tp, o: None)  # type: ignore[arg-type]
+    flow._committer = Committer(ctx, Settler(ctx, target), target)  # type: ignore[arg-type]
+    commits = asyncio.create_task(flow._committer.loop())
+    fetching = asyncio.create_task(flow._fetch_loop(stop))
+    for _ in range(50):  # every ready task runs; the first fetch stays unacknowledged
+        await asyncio.sleep(0)
+    assert [p for _, p, _ in target.submitted] == [0], "a fetch was routed past the share"
+    assert flow._committer.in_flight.held == len(value)
+    target.futures[0].set_result(None)  # acknowledged: the second fetch may be routed now
+    for _ in range(50):
+        await asyncio.sleep(0)
+    assert [p for _, p, _ in target.submitted] == [0, 1]
+    target.futures[1].set_result(None)
+    await asyncio.wait_for(fetching, 5)
+    await flow._committer.queue.put(None)
+    await asyncio.wait_for(commits, 5)
+    assert flow._committer.in_flight.held == 0
 
 
 def test_a_batch_filled_on_the_hot_path_carries_its_record_count_and_records() -> None:
