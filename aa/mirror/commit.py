@@ -30,12 +30,23 @@ class Committer:
         self.settler = settler
         self.target = target
         self.queue: asyncio.Queue[Pending | None] = asyncio.Queue(ctx.settings.max_inflight_batches)
-        self.in_flight = InFlightBytes(MemoryBudget.of(ctx.settings).in_flight_bytes)
-        """Record bytes queued and not yet settled: bounded too, not only their count."""
+        budget = MemoryBudget.of(ctx.settings)
+        self.in_flight = InFlightBytes(budget.in_flight_bytes)
+        """Record bytes taken and not yet settled: bounded too, not only their count."""
+        self._fetch_bytes = budget.fetch_max_bytes
+        """The most a fetch brings (one whole source batch per partition aside)."""
         self.ready: dict[TopicPartition, int] = {}
         """Settled source offsets not yet made durable."""
         self.task: asyncio.Task[None] | None = None
         """The running :meth:`loop` (set by the flow), watched by :meth:`drain`."""
+
+    async def room_for_a_fetch(self) -> None:
+        """Wait, before the flow takes its next fetch from the consumer, until the in-flight
+        share has room for a whole one: a fetch taken leaves the fetched-data share, and
+        waiting for room with it in hand would hold it beside both shares (its next request is
+        in flight by then). Not taken, it stays in the fetched-data share, and aiokafka sends
+        no request for partitions holding unread data."""
+        await self.in_flight.room(self._fetch_bytes)
 
     async def reserve(self, batch: Batch) -> int:
         """Hold a fetched batch's bytes in the in-flight share *before* it is routed (its

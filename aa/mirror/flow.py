@@ -207,11 +207,12 @@ class MirrorFlow:
         self._expiry = ExpiryCheck(ctx)
 
     async def _fetch_loop(self, stop: asyncio.Event) -> None:
-        """Fetch → admit → reserve → route → queue, one batch at a time, until ``stop``."""
+        """Room → fetch → admit → reserve → route → queue, one batch at a time, until ``stop``."""
         fetch, committer, delivery = self._fetcher, self._committer, self.delivery
         assert fetch is not None
         assert committer is not None
         while not stop.is_set():
+            await committer.room_for_a_fetch()  # what it takes is held in the share: memory.py
             generation, batch = await fetch.next_batch()
             if batch and self._expiry is not None:
                 # not under ``routing``: the group's committed offsets it may ask for wait for

@@ -25,8 +25,12 @@ shares, so the sum stays under it:
   is the same);
 - the response being parsed, held a second time for that moment: at most 1/4 again;
 - key and value bytes of records between fetch and acknowledgement: at most 1/4, held twice
-  (the fetched bytes and their copy in a batch); one fetched batch may go over it when
-  nothing else is held, so a record larger than the share still moves.
+  (the fetched bytes and their copy in a batch), counted from the moment a fetch is taken
+  from the consumer: the flow takes one only when this share has room for a whole fetch
+  (:meth:`aa.mirror.commit.Committer.room_for_a_fetch`; until 2026-11-24 a fetch was taken and
+  routed, its batches handed to the producer, and only then counted, so it sat beside an
+  unacknowledged one that filled the share); one fetched batch may go over it when nothing
+  else is held, so a record larger than the share still moves.
 
 1/4 + 1/4 + 2 x 1/4 = the budget (:meth:`MemoryBudget.worst_case`). Until 2026-11-24 the
 fetched data had two shares of 1/8 (responses, unread data) that counted the same bytes; a
@@ -204,6 +208,11 @@ class InFlightBytes:
         async with self._released:
             await self._released.wait_for(lambda: self.held == 0 or self.held + n <= self.limit)
             self.held += n
+
+    async def room(self, n: int) -> None:
+        """Wait until :meth:`reserve` of ``n`` bytes would not wait (nothing is held back)."""
+        async with self._released:
+            await self._released.wait_for(lambda: self.held == 0 or self.held + n <= self.limit)
 
     async def release(self, n: int) -> None:
         async with self._released:

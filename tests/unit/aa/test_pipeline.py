@@ -452,8 +452,10 @@ class Fetched:
         self.batches, self.stop = batches, stop
         self.routing = asyncio.Lock()
         self.damage = None
+        self.taken = 0
 
     async def next_batch(self) -> tuple[int, dict[TopicPartition, list[Any]]]:
+        self.taken += 1
         if not self.batches:
             self.stop.set()
             return 0, {}
@@ -469,20 +471,22 @@ class Fetched:
         return {}
 
 
-async def test_a_fetch_is_not_routed_while_the_fetch_before_it_holds_the_in_flight_share() -> None:
-    """The in-flight share is held before a fetch is routed, not after its target batches were
-    built and handed to the producer: one routed fetch could pass the share while the one
-    before it was unacknowledged, which ``MemoryBudget.worst_case`` did not count (W4 traced
-    per request, docs/benchmarks.md)."""
+async def test_a_fetch_is_not_taken_while_the_fetch_before_it_holds_the_in_flight_share() -> None:
+    """The in-flight share is held before a fetch is taken from the consumer, not after its
+    target batches were built and handed to the producer: one routed fetch could pass the
+    share while the one before it was unacknowledged, which ``MemoryBudget.worst_case`` did
+    not count (W4 traced per request, docs/benchmarks.md); and a fetch taken and waiting for
+    the share would be held beside it too (its next request already in flight)."""
     s = settings(memory_budget_mb=4, commit_interval_s=3600)
     target = FakeTarget()
     ctx = stage_context(s, Router(), delivery=AtLeastOnce(s))
     flow = MirrorFlow(s, Router(), ctx.metrics, delivery=ctx.delivery)  # type: ignore[arg-type]
     stop = asyncio.Event()
     value = b"x" * (MIB * 3 // 4)  # each fetch alone fills most of the 1 MiB in-flight share
-    flow._fetcher = Fetched(
+    fetches = Fetched(
         [{TP0: recs(TP0, 0, 1, value=value)}, {TP1: recs(TP1, 0, 1, value=value)}], stop
-    )  # type: ignore[assignment]
+    )
+    flow._fetcher = fetches  # type: ignore[assignment]
     flow._forwarder = Forwarder(ctx, Placement(), target, lambda tp, o: None)  # type: ignore[arg-type]
     flow._committer = Committer(ctx, Settler(ctx, target), target)  # type: ignore[arg-type]
     commits = asyncio.create_task(flow._committer.loop())
@@ -490,8 +494,9 @@ async def test_a_fetch_is_not_routed_while_the_fetch_before_it_holds_the_in_flig
     for _ in range(50):  # every ready task runs; the first fetch stays unacknowledged
         await asyncio.sleep(0)
     assert [p for _, p, _ in target.submitted] == [0], "a fetch was routed past the share"
+    assert fetches.taken == 1, "a fetch was taken while the share had no room for it"
     assert flow._committer.in_flight.held == len(value)
-    target.futures[0].set_result(None)  # acknowledged: the second fetch may be routed now
+    target.futures[0].set_result(None)  # acknowledged: the second fetch may be taken now
     for _ in range(50):
         await asyncio.sleep(0)
     assert [p for _, p, _ in target.submitted] == [0, 1]
