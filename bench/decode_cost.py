@@ -92,7 +92,7 @@ class _Target:
     """Builds 512 KiB batches (the default ``tuning.batch_size``); a submit is acked at once."""
 
     def __init__(self) -> None:
-        self.mark = [batch_mark("NYC", MIRROR_PID)]
+        self.marks = [[batch_mark("NYC", MIRROR_PID)]]
 
     def new_batch(self, limits: Any) -> BatchBuilder:
         return BatchBuilder(512 * 1024, 0)
@@ -100,7 +100,12 @@ class _Target:
     def new_raw_batch(self, limits: Any) -> BatchBuilder:
         return restamp.RawBuilder(512 * 1024, 0, is_transactional=False)
 
-    async def submit(self, builder: Any, topic: str, partition: int) -> asyncio.Future[Any]:
+    def lane(self, topic: str, partition: int, wide: bool) -> int:
+        return 0
+
+    async def submit(
+        self, builder: Any, topic: str, partition: int, lane: int = 0
+    ) -> asyncio.Future[Any]:
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         fut.set_result(None)
         return fut

@@ -16,7 +16,7 @@ from aiokafka import TopicPartition
 from aa.mirror.context import StageContext
 from aa.mirror.memory import InFlightBytes, MemoryBudget
 from aa.mirror.pending import Batch, Pending
-from aa.mirror.restamp import RawBatch
+from aa.mirror.restamp import fetched_bytes
 from aa.mirror.settle import Settler
 from aa.mirror.target import Target
 
@@ -52,7 +52,7 @@ class Committer:
         """Hold a fetched batch's bytes in the in-flight share *before* it is routed (its
         copies into target batches are made under the share, not past it): waits while the
         batches before it hold the share. Returns what was held, for :meth:`admit`."""
-        n = fetched_size(batch)
+        n = sum(fetched_bytes(records) for records in batch.values())
         if n:
             await self.in_flight.reserve(n)
         return n
@@ -111,18 +111,3 @@ class Committer:
             join.cancel()
             return
         await self.commit(final=True)
-
-
-def fetched_size(batch: Batch) -> int:
-    """A fetched batch's bytes as the in-flight share counts them: a batch handed out whole
-    (:class:`~aa.mirror.restamp.RawBatch`) by its size as fetched (at least its records' key
-    and value bytes), a decoded record by its key and value bytes."""
-    n = 0
-    for records in batch.values():
-        for r in records:
-            if type(r) is RawBatch:
-                n += len(r.data)
-            else:
-                key, value = r.key, r.value
-                n += (len(key) if key is not None else 0) + (len(value) if value is not None else 0)
-    return n

@@ -42,6 +42,9 @@ class FlowClients:
     syncs: OffsetSyncWriter | None
     log: Any
     source_admin: ClusterAdmin | None = None
+    lanes: tuple[AIOKafkaProducer, ...] = ()
+    """More producers for the copies beside ``producer`` (at-least-once only: see
+    :data:`aa.mirror.target.LANES`); offset syncs and dead letters go through ``producer``."""
 
 
 class Delivery(Protocol):

@@ -37,7 +37,7 @@ from aa.mirror.refusals import DEAD_LETTER_REASON as DEAD_LETTER_REASON  # re-ex
 from aa.mirror.route import Forwarder
 from aa.mirror.settings import FlowSettings
 from aa.mirror.settle import Settler
-from aa.mirror.target import Target, never_expire, stop_target
+from aa.mirror.target import LANES, Target, never_expire, stop_target
 from aa.mirror.topics import TopicSync
 from aa.mirror.types import Router
 from aa.observe.metrics import Metrics
@@ -116,20 +116,11 @@ class MirrorFlow:
             if s.topic_sync:
                 await topics.sync()
             self.target_admin = target_admin
-            producer = self._producer = AIOKafkaProducer(
-                **s.target_client,
-                acks="all",
-                enable_idempotence=True,
-                linger_ms=s.linger_ms,
-                max_batch_size=s.batch_size,
-                compression_type=s.compression,
-                request_timeout_ms=s.request_timeout_ms,
-                **self.delivery.producer_options(),
-            )
-            await started(producer)
-            never_expire(producer)
-            stack.push_async_exit(
-                lambda et, *_: stop_target(producer, s.name, failed=et is not None)
+            producer = self._producer = await self._producer_started(stack)
+            lanes = tuple(
+                [await self._producer_started(stack) for _ in range(LANES - 1)]
+                if not self.delivery.transactional
+                else ()
             )
             if s.offset_syncs:
                 parts = await ensure_internal_topic(target_admin, s.sync_topic)
@@ -161,7 +152,7 @@ class MirrorFlow:
             await started(consumer)
             stack.push_async_callback(consumer.stop)
             clients = FlowClients(
-                producer, consumer, target_admin, self.syncs, self.log, source_admin
+                producer, consumer, target_admin, self.syncs, self.log, source_admin, lanes
             )
             await self.delivery.start(clients)
             self._wire(StageContext(s, self.router, self.metrics, self.delivery, clients), topics)
@@ -193,6 +184,25 @@ class MirrorFlow:
             finally:
                 self.metrics.up.labels(**s.labels).set(0)
         self.log.info("flow_stopped", copied=self.copied_total)
+
+    async def _producer_started(self, stack: contextlib.AsyncExitStack) -> AIOKafkaProducer:
+        """A producer to the target, started, stopped (abandoning what it holds when the flow
+        failed) when the flow's run ends."""
+        s = self.settings
+        producer = AIOKafkaProducer(
+            **s.target_client,
+            acks="all",
+            enable_idempotence=True,
+            linger_ms=s.linger_ms,
+            max_batch_size=s.batch_size,
+            compression_type=s.compression,
+            request_timeout_ms=s.request_timeout_ms,
+            **self.delivery.producer_options(),
+        )
+        await started(producer)
+        never_expire(producer)
+        stack.push_async_exit(lambda et, *_: stop_target(producer, s.name, failed=et is not None))
+        return producer
 
     def _wire(self, ctx: StageContext, topics: TopicSync) -> None:
         """The stages of this run, each given the run's context (clients, delivery, settings)."""

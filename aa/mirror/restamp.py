@@ -86,6 +86,19 @@ def record_count(records: Sequence[Any]) -> int:
     return sum(r.count if type(r) is RawBatch else 1 for r in records)
 
 
+def fetched_bytes(records: Sequence[Any]) -> int:
+    """A fetched list's bytes: a :class:`RawBatch` by its size as fetched (at least its
+    records' key and value bytes), a decoded record by its key and value bytes."""
+    n = 0
+    for r in records:
+        if type(r) is RawBatch:
+            n += len(r.data)
+        else:
+            key, value = r.key, r.value
+            n += (len(key) if key is not None else 0) + (len(value) if value is not None else 0)
+    return n
+
+
 def expand(records: list[Any]) -> list[Any]:
     """A fetched list with every :class:`RawBatch` decoded (for the record path)."""
     if not any(type(r) is RawBatch for r in records):

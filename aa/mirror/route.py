@@ -34,6 +34,7 @@ from aa.mirror.restamp import (
     encode_header,
     encoded_stamp,
     expand,
+    fetched_bytes,
     next_offset,
     record_count,
 )
@@ -46,15 +47,22 @@ class _Run:
     """One source partition's share of a fetched batch on its way through :class:`Forwarder`:
     where it goes, the target batches open per target partition, and what was forwarded."""
 
-    __slots__ = ("forwarded", "limits", "nbytes", "now_ms", "open", "parts", "target", "tp")
+    __slots__ = (
+        "forwarded", "lanes", "limits", "nbytes", "now_ms", "open", "parts", "target", "tp", "wide"
+    )  # fmt: skip
 
     def __init__(self, tp: TopicPartition, target: str, parts: int | None, now_ms: int) -> None:
         self.tp, self.target, self.now_ms = tp, target, now_ms
         self.parts = parts
         """Partitions of a re-partitioned target (records go by key hash); ``None``: same."""
         self.limits: TargetLimits | None = None
-        self.open: dict[int, tuple[Any, Any, Any]] = {}
+        self.open: dict[int, tuple[Any, Any, Any, int]] = {}
+        """Per target partition: its open batch, the records it holds, their append, its lane."""
         self.forwarded = self.nbytes = 0
+        self.wide = False
+        """Whether this fetch holds a full target batch or more of the partition: its batches
+        may go through the partition's own producer lane (:meth:`Target.lane`)."""
+        self.lanes: dict[int, int] = {}
 
 
 class Forwarder:
@@ -71,10 +79,10 @@ class Forwarder:
         self.placement = placement
         self.target = target
         self.set_lag = set_lag
-        self._mark = b"".join(encode_header(k, v) for k, v in target.mark)
-        """The ``aa-batch`` mark encoded, for the batch path."""
+        self._marks = [b"".join(encode_header(k, v) for k, v in m) for m in target.marks]
+        """Per producer, the ``aa-batch`` mark encoded, for the batch path."""
         self._stamps: dict[TopicPartition, Stamp] = {}
-        self._sealed: dict[tuple[str, int], list[tuple[Any, Any, TopicPartition]]] = {}
+        self._sealed: dict[tuple[str, int], list[tuple[Any, Any, TopicPartition, int]]] = {}
         """Per target partition, the batches sealed and not yet submitted, in order."""
 
     async def forward(self, batch: Batch) -> Pending:
@@ -98,6 +106,7 @@ class Forwarder:
                     await syncs.repartitioned(tp, target, records)  # translation refuses
             run = _Run(tp, target, None if same_partition else parts, now_ms)
             run.limits = self.placement.limits.get(target)
+            run.wide = fetched_bytes(records) >= self.ctx.settings.batch_size
             if type(records[-1]) is RawBatch or type(records[0]) is RawBatch:
                 await self._raw(pending, run, records, skipped)
             else:
@@ -170,9 +179,9 @@ class Forwarder:
                 return False
             if slot is None or type(slot[0]) is not RawBuilder:
                 builder = self.target.new_raw_batch(run.limits)
-                slot = run.open[p] = (builder, Held(), appender(builder))
-            builder, held, _ = slot
-            got = append(builder, raw, start, len(held), stamp, post, self._mark, screen)
+                slot = run.open[p] = (builder, Held(), appender(builder), self._lane(run, p))
+            builder, held = slot[0], slot[1]
+            got = append(builder, raw, start, len(held), stamp, post, self._marks[slot[3]], screen)
             if got is None:
                 return False
             written, nbytes = got
@@ -194,7 +203,7 @@ class Forwarder:
         if limits is not None:
             cap, no_null_key, oldest, newest = limits.screen(now_ms)
         stamp = [(MIRRORED_AT, str(now_ms).encode())]
-        new_batch, mark = self.target.new_batch, self.target.mark
+        new_batch, marks = self.target.new_batch, self.target.marks
         open_batches = run.open
         nbytes = forwarded = 0
         go_on = True
@@ -225,17 +234,17 @@ class Forwarder:
                 slot = open_batches.get(p)
                 if slot is None:
                     builder = new_batch(limits)
-                    slot = open_batches[p] = (builder, [], appender(builder))
+                    slot = open_batches[p] = (builder, [], appender(builder), self._lane(run, p))
                 held = slot[1]
                 n = len(held)
-                headers = route if n else route + mark  # a batch's first: see batches
+                headers = route if n else route + marks[slot[3]]  # a batch's first: see batches
                 if slot[2](n, ts, key, value, headers) is None:
                     self._seal(slot, target, p, tp)
                     builder = new_batch(limits)
-                    slot = open_batches[p] = (builder, [], appender(builder))
+                    slot = open_batches[p] = (builder, [], appender(builder), slot[3])
                     held = slot[1]
                     # an empty batch takes any record; the size was checked above
-                    slot[2](0, ts, key, value, route + mark)
+                    slot[2](0, ts, key, value, route + marks[slot[3]])
                 held.append(r)
                 nbytes += size
                 forwarded += 1
@@ -250,13 +259,20 @@ class Forwarder:
         run.nbytes += nbytes
         return go_on
 
+    def _lane(self, run: _Run, partition: int) -> int:
+        """The producer lane of the run's batches for target ``partition`` (one per run)."""
+        lane = run.lanes.get(partition)
+        if lane is None:
+            lane = run.lanes[partition] = self.target.lane(run.target, partition, run.wide)
+        return lane
+
     def _seal(
-        self, slot: tuple[Any, Any, Any], target: str, partition: int, source: TopicPartition
+        self, slot: tuple[Any, Any, Any, int], target: str, partition: int, source: TopicPartition
     ) -> None:
         """Close a full (or a run's last) batch; :meth:`_submit` hands it to the producer."""
-        builder, held, _ = slot
+        builder, held, _, lane = slot
         seal(builder, len(held))
-        self._sealed.setdefault((target, partition), []).append((builder, held, source))
+        self._sealed.setdefault((target, partition), []).append((builder, held, source, lane))
 
     async def _submit(self, pending: Pending) -> None:
         """Hand the sealed batches to the producer, in order per target partition and
@@ -267,8 +283,8 @@ class Forwarder:
         for i in range(max((len(q) for _, q in queues), default=0)):
             for (target, partition), q in queues:
                 if i < len(q):
-                    builder, held, source = q[i]
-                    fut = await self.target.submit(builder, target, partition)
+                    builder, held, source, lane = q[i]
+                    fut = await self.target.submit(builder, target, partition, lane)
                     pending.sends.append((fut, held, target, source))
 
     async def _refuse(

@@ -29,6 +29,12 @@ ridden out inside the flow, in order, with no restart and no re-copy."""
 
 _round_robin = itertools.count()
 
+LANES = 2
+"""Producers an at-least-once flow sends its copies through (:meth:`Target.lane`). aiokafka
+keeps one produce request in flight per broker and producer: with one producer, the six
+produce rounds a 16 MB fetch needs ran one after the other (docs/benchmarks.md, W4). An
+exactly-once flow keeps its one transactional producer."""
+
 
 def never_expire(producer: AIOKafkaProducer) -> None:
     """Make the producer wait for a partition's leader instead of expiring the batch.
@@ -116,9 +122,28 @@ class Target:
     def __init__(self, ctx: StageContext) -> None:
         self.ctx = ctx
         self._tracked: set[str] = set()
-        """Target topics the producer's metadata must keep (see :func:`track`)."""
-        self.mark = _batch_mark(ctx.clients.producer, ctx.settings.target)
-        """``aa-batch`` for the first record of each batch (:mod:`aa.mirror.batches`)."""
+        """Target topics the producers' metadata must keep (see :func:`track`)."""
+        self.producers = (ctx.clients.producer, *ctx.clients.lanes)
+        """The copies' producers: target partition ``p`` goes through ``p % len``."""
+        self.marks = [_batch_mark(p, ctx.settings.target) for p in self.producers]
+        """Per lane, ``aa-batch`` for the first record of each batch its producer sends
+        (:mod:`aa.mirror.batches`: the mark names the producer id the batch carries)."""
+        self._lanes: dict[tuple[str, int], tuple[int, asyncio.Future[Any] | None]] = {}
+        """Per target partition, its lane and the last batch submitted through it."""
+
+    def lane(self, topic: str, partition: int, wide: bool) -> int:
+        """The lane (index into :attr:`producers`) of a new batch for ``topic/partition``:
+        ``partition % LANES`` for a partition fetched a full batch or more at a time
+        (``wide``: several produce rounds per fetch), else the first, so a flow that keeps up
+        sends one produce request per fetch (W3: more requests cost CPU per record). A
+        partition changes lane only once its last batch was acknowledged, so its batches
+        reach the target in order, each producer's in its own sequence."""
+        want = partition % len(self.producers) if wide else 0
+        lane, last = self._lanes.get((topic, partition), (want, None))
+        if lane != want and (last is None or last.done()):
+            lane = want
+        self._lanes[(topic, partition)] = (lane, last)
+        return lane
 
     def new_batch(self, limits: TargetLimits | None) -> Any:
         """A batch builder no larger than the target topic takes (its max.message.bytes)."""
@@ -140,15 +165,20 @@ class Target:
         codec = AIOKafkaProducer._COMPRESSORS[compression][1] if compression else 0
         return RawBuilder(size, codec, is_transactional=self.ctx.delivery.transactional)
 
-    async def submit(self, builder: Any, topic: str, partition: int) -> asyncio.Future[Any]:
-        """Hand a full batch to the producer; its future resolves once the target acked it."""
+    async def submit(
+        self, builder: Any, topic: str, partition: int, lane: int = 0
+    ) -> asyncio.Future[Any]:
+        """Hand a full batch to the producer of its ``lane`` (:meth:`lane`); its future resolves
+        once the target acked it."""
         if topic not in self._tracked:
-            track(self.ctx.clients.producer, topic)
+            for producer in self.producers:
+                track(producer, topic)
             self._tracked.add(topic)
+        producer = self.producers[lane]
         waited = 0.0
         while True:
             try:
-                fut: asyncio.Future[Any] = await self.ctx.clients.producer.send_batch(
+                fut: asyncio.Future[Any] = await producer.send_batch(
                     builder, topic, partition=partition
                 )
             except (KafkaTimeoutError, UnknownTopicOrPartitionError) as exc:
@@ -157,6 +187,7 @@ class Target:
                 waited += self.ctx.settings.request_timeout_ms / 1000
                 self.waiting(f"{topic}/{partition}", waited, exc)
             else:
+                self._lanes[(topic, partition)] = (lane, fut)
                 return fut
 
     async def patiently(self, work: Any, what: str) -> Any:

@@ -13,9 +13,11 @@ import pytest
 from aiokafka import TopicPartition
 from aiokafka.errors import KafkaConnectionError
 
+from aa.logs import get_logger
 from aa.mirror.batches import CorruptBatch
 from aa.mirror.commit import Committer
-from aa.mirror.delivery import AtLeastOnce
+from aa.mirror.context import StageContext
+from aa.mirror.delivery import AtLeastOnce, FlowClients
 from aa.mirror.errors import FlowError
 from aa.mirror.fetch import Fetcher
 from aa.mirror.flow import MirrorFlow
@@ -25,8 +27,9 @@ from aa.mirror.pending import Pending
 from aa.mirror.route import Forwarder
 from aa.mirror.settings import FlowSettings
 from aa.mirror.settle import Settler
-from aa.mirror.target import partition_for
+from aa.mirror.target import Target, partition_for
 from aa.mirror.types import Malformed, Route, Skip
+from aa.observe.metrics import Metrics
 from tests.helpers.mirror import stage_context
 
 pytestmark = pytest.mark.unit
@@ -113,13 +116,16 @@ class FakeTarget:
     submitted: list[tuple[str, int, int]] = field(default_factory=list)
     futures: list[asyncio.Future[Any]] = field(default_factory=list)
     dead: list[tuple[int, str]] = field(default_factory=list)
-    mark: list[tuple[str, bytes]] = field(default_factory=lambda: [("aa-batch", b"B/9")])
+    marks: list[list[tuple[str, bytes]]] = field(default_factory=lambda: [[("aa-batch", b"B/9")]])
     built: list[FakeBatch] = field(default_factory=list)
 
     def new_batch(self, limits: Any) -> FakeBatch:
         return FakeBatch(self.per_batch)
 
-    async def submit(self, builder: FakeBatch, topic: str, partition: int) -> Any:
+    def lane(self, topic: str, partition: int, wide: bool) -> int:
+        return 0
+
+    async def submit(self, builder: FakeBatch, topic: str, partition: int, lane: int = 0) -> Any:
         self.submitted.append((topic, partition, builder.record_count()))
         self.built.append(builder)
         fut = asyncio.get_running_loop().create_future()
@@ -173,7 +179,7 @@ class OneBatchPerPartition(FakeTarget):
         self.queued: dict[int, tuple[asyncio.Future[Any], asyncio.Future[Any]]] = {}
         self.wake = asyncio.Event()
 
-    async def submit(self, builder: FakeBatch, topic: str, partition: int) -> Any:
+    async def submit(self, builder: FakeBatch, topic: str, partition: int, lane: int = 0) -> Any:
         while partition in self.queued:
             await self.queued[partition][0]  # the one before it leaves with a request
         loop = asyncio.get_running_loop()
@@ -223,9 +229,9 @@ async def test_batches_sealed_before_a_dead_lettered_record_are_submitted_before
     events: list[str] = []
     submit, dead_letter = target.submit, target.dead_letter
 
-    async def logged_submit(builder: FakeBatch, topic: str, partition: int) -> Any:
+    async def logged_submit(builder: FakeBatch, topic: str, partition: int, lane: int) -> Any:
         events.append(f"batch {partition}")
-        return await submit(builder, topic, partition)
+        return await submit(builder, topic, partition, lane)
 
     async def logged_dead_letter(record: Any, tp: TopicPartition, reason: str, **kw: Any) -> Any:
         events.append(f"dead {record.offset}")
@@ -568,3 +574,59 @@ async def test_a_batch_failing_its_crc_twice_at_one_offset_stops_the_flow_for_go
     assert fetcher.damage is not None
     assert not fetcher.damage.retriable
     assert "t/0@7" in str(fetcher.damage)
+
+
+class LaneProducer:
+    """What :class:`~aa.mirror.target.Target` uses of an idempotent producer: its id, its
+    metadata's topics, ``create_batch`` and ``send_batch`` (kept, in order, unacknowledged)."""
+
+    def __init__(self, producer_id: int) -> None:
+        self._txn_manager = type("Txn", (), {"producer_id": producer_id})()
+        self.client = type("Client", (), {"add_topic": lambda self, topic: None})()
+        self.sent: list[tuple[int, list[Any]]] = []
+        self.acks: list[asyncio.Future[Any]] = []
+
+    def create_batch(self) -> FakeBatch:
+        return FakeBatch(4)
+
+    async def send_batch(self, batch: FakeBatch, topic: str, *, partition: int) -> Any:
+        self.sent.append((partition, batch.headers[0]))
+        self.acks.append(asyncio.get_running_loop().create_future())
+        return self.acks[-1]
+
+    def ack(self) -> None:
+        for fut in self.acks:
+            if not fut.done():
+                fut.set_result(None)
+
+
+async def test_a_lagging_partition_goes_through_its_own_producer_and_changes_only_when_acked() -> (
+    None
+):
+    """aiokafka keeps one produce request in flight per broker and producer, so the six
+    produce rounds of a W4 fetch ran one after the other: a partition fetched a full target
+    batch or more at a time goes through producer ``partition % 2``; one that keeps up through
+    the first (one request per fetch). Its batches carry the ``aa-batch`` mark naming the
+    producer that sends them (a flow reading the target skips them by it), and a partition
+    changes producer only once its last batch was acknowledged (its order holds)."""
+    s = settings(batch_size=1024)
+    main, lane = LaneProducer(7), LaneProducer(8)
+    clients = FlowClients(main, None, None, None, get_logger("test"), None, (lane,))  # type: ignore[arg-type]
+    ctx = StageContext(s, Router(), Metrics(), AtLeastOnce(s), clients)
+    fwd = Forwarder(ctx, Placement(parts=2), Target(ctx), lambda tp, o: None)  # type: ignore[arg-type]
+    value = b"x" * 300
+
+    def fetch(first: int, n: int) -> dict[TopicPartition, list[Any]]:
+        return {tp: recs(tp, first, n, value=value) for tp in (TP0, TP1)}
+
+    await fwd.forward(fetch(0, 2))  # 600 bytes per partition: keeping up
+    assert [p for p, _ in main.sent] == [0, 1]
+    assert lane.sent == []
+    await fwd.forward(fetch(2, 6))  # lagging, but partition 1's last batch is unacknowledged
+    assert lane.sent == []
+    main.ack()
+    await fwd.forward(fetch(8, 6))
+    assert [p for p, _ in lane.sent] == [1, 1]  # 6 records: batches of 4 and 2
+    assert [p for p, _ in main.sent][-2:] == [0, 0]
+    assert all(("aa-batch", b"B/7") in first for _, first in main.sent)
+    assert all(("aa-batch", b"B/8") in first for _, first in lane.sent)

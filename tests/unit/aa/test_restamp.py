@@ -71,7 +71,7 @@ class _Target:
 
     def __init__(self, batch_size: int, mark: bool) -> None:
         self.batch_size = batch_size
-        self.mark = [batch_mark("NYC", 99)] if mark else []
+        self.marks = [[batch_mark("NYC", 99)] if mark else []]
         self.sent: list[tuple[Any, str, int]] = []
         self.dead: list[tuple[int, str]] = []
 
@@ -81,7 +81,12 @@ class _Target:
     def new_raw_batch(self, limits: Any) -> BatchBuilder:
         return restamp.RawBuilder(self.batch_size, 0, is_transactional=False)
 
-    async def submit(self, builder: Any, topic: str, partition: int) -> asyncio.Future[Any]:
+    def lane(self, topic: str, partition: int, wide: bool) -> int:
+        return 0
+
+    async def submit(
+        self, builder: Any, topic: str, partition: int, lane: int = 0
+    ) -> asyncio.Future[Any]:
         self.sent.append((builder, topic, partition))
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         fut.set_result(None)
