@@ -95,9 +95,11 @@ class _HeldTarget(Target):
         super().__init__(ctx)
         self._flow = flow
 
-    async def submit(self, builder: Any, topic: str, partition: int) -> asyncio.Future[Any]:
+    async def submit(
+        self, builder: Any, topic: str, partition: int, lane: int = 0
+    ) -> asyncio.Future[Any]:
         await self._flow.held()
-        return await super().submit(builder, topic, partition)
+        return await super().submit(builder, topic, partition, lane)
 
 
 async def _rebalanced(client: Any, group: str) -> bool:

@@ -33,9 +33,11 @@ class _HeldTarget(Target):
 
     release: asyncio.Event
 
-    async def submit(self, builder: Any, topic: str, partition: int) -> asyncio.Future[Any]:
+    async def submit(
+        self, builder: Any, topic: str, partition: int, lane: int = 0
+    ) -> asyncio.Future[Any]:
         await self.release.wait()
-        return await super().submit(builder, topic, partition)
+        return await super().submit(builder, topic, partition, lane)
 
 
 class _HeldFlow(MirrorFlow):
