@@ -18,6 +18,8 @@ Record counts are published when the delivery says the copies are durable: on ac
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -27,9 +29,17 @@ from aiokafka.errors import CommitFailedError, IllegalStateError
 
 from aa.admin import ClusterAdmin
 from aa.mirror.errors import FlowError
+from aa.mirror.incarnations import Incarnations
 from aa.mirror.pending import Batch
 from aa.mirror.settings import FlowSettings
+from aa.offsets.groups import GroupError, commit_group_offsets, group_offsets
 from aa.offsets.writer import OffsetSyncWriter
+
+LEARN_TIMEOUT_S = 5.0
+LEARN_RETRY_S = 30.0
+"""An at-least-once flow asks the source for the id of a topic it fetches for the first time
+(before forwarding; at most ``LEARN_TIMEOUT_S``), and again after ``LEARN_RETRY_S`` if the
+source did not answer: meanwhile its syncs are written without the id."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,13 +103,23 @@ class Delivery(Protocol):
 
 
 class AtLeastOnce:
-    """Commit settled source offsets to the flow's group on the source (the default)."""
+    """Commit settled source offsets to the flow's group on the source (the default).
+
+    A group with no committed offset at all at start is a new flow, or one whose offsets the
+    broker deleted (the group was deleted, or empty longer than ``offsets.retention.minutes``):
+    the flow then sets the group's offsets where its offset syncs say the copy of each partition
+    ended, when they were written for the topic incarnation the source holds now
+    (:mod:`aa.offsets.resume`), instead of copying everything the source still holds again."""
 
     transactional = False
 
     def __init__(self, settings: FlowSettings) -> None:
         self._settings = settings
         self._clients: FlowClients | None = None
+        self._ids: Incarnations | None = None
+        self._unknown: set[str] = set()
+        """Source topics fetched whose id is not known yet."""
+        self._retry_at: dict[str, float] = {}
 
     def group_id(self) -> str | None:
         return self._settings.group_id
@@ -108,7 +128,31 @@ class AtLeastOnce:
         return {}
 
     async def start(self, clients: FlowClients) -> None:
+        s = self._settings
         self._clients = clients
+        self._ids = Incarnations(s, clients.source_admin)
+        if clients.syncs is None:
+            return
+        clients.syncs.topic_ids = self._ids.known
+        if await group_offsets(s.source_client, s.group_id):
+            return
+        found = await self._ids.synced_positions(clients.consumer, {}, require_id=True)
+        if not found:
+            return
+        detail = (
+            f"consumer group {s.group_id} in {s.source} has no committed offsets (deleted, or "
+            f"expired by offsets.retention.minutes while {s.name} was stopped); its offsets "
+            f"for {len(found)} partition(s) are set where the offset syncs in {s.sync_topic} "
+            "say the copy ended, so that they are not copied again from the beginning"
+        )
+        try:
+            await commit_group_offsets(s.source_client, s.source, s.group_id, found)
+        except GroupError as exc:  # another process of this flow joined the group meanwhile
+            clients.log.warning("group_offsets_from_syncs_not_set", error=str(exc))
+            return
+        clients.log.warning(
+            "group_offsets_from_syncs", group=s.group_id, partitions=len(found), detail=detail
+        )
 
     async def resume_offsets(self, tps: list[TopicPartition]) -> dict[TopicPartition, int | None]:
         if self._clients is None:
@@ -117,10 +161,26 @@ class AtLeastOnce:
         return {tp: await consumer.committed(tp) for tp in tps}
 
     def admit(self, batch: Batch) -> Batch:
+        if self._ids is not None and self._clients is not None and self._clients.syncs is not None:
+            known = self._ids.known
+            self._unknown.update(tp.topic for tp in batch if tp.topic not in known)
         return batch
 
     async def before_forward(self) -> None:
-        return None
+        """Learn the ids of source topics fetched for the first time, before their copies'
+        offset syncs are written, so that the syncs name the incarnation they describe."""
+        if not self._unknown or self._ids is None:
+            return
+        now = time.monotonic()
+        due = {t for t in self._unknown if now >= self._retry_at.get(t, 0.0)}
+        if not due:
+            return
+        for topic in due:
+            self._retry_at[topic] = now + LEARN_RETRY_S
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(LEARN_TIMEOUT_S):
+                await self._ids.learn(due)
+        self._unknown.difference_update(self._ids.known)
 
     async def watch(self, stop: asyncio.Event) -> None:
         return None  # the broker drops a deleted topic's group offsets with it

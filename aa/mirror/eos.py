@@ -34,7 +34,6 @@ from aa.mirror.pending import Batch
 from aa.mirror.positions import OFFSETS_TOPIC_CONFIGS, offset_key, stored_offsets
 from aa.mirror.settings import FlowSettings
 from aa.offsets.groups import group_offsets
-from aa.offsets.resume import copied_ends, still_held
 from aa.offsets.writer import ensure_internal_topic
 
 
@@ -104,6 +103,8 @@ class ExactlyOnce:
         self._open, self._dirty = True, False
         stored, stored_ids = await stored_offsets(s)
         ids = self._ids = Incarnations(s, clients.source_admin)
+        if clients.syncs is not None:
+            clients.syncs.topic_ids = ids.known
         stale = await ids.recreated(stored_ids)
         for topic, old in stale.items():
             dropped = {tp: o for tp, o in stored.items() if tp.topic == topic}
@@ -141,15 +142,13 @@ class ExactlyOnce:
         """The positions the flow's committed offset syncs know (:mod:`aa.offsets.resume`),
         for a store that holds none: deleted or emptied. Called only then (a store that holds
         positions is trusted as it is), so a start with positions does not read the sync
-        topic. Syncs of ``recreated`` topics describe an older incarnation: not used."""
-        s, clients = self._settings, self.clients
-        ends = await copied_ends(s.sync_topic, s.target_client, s.source, s.target)
-        lost = {
-            tp: end
-            for tp, end in ends.items()
-            if tp.topic not in recreated and end > group.get(tp, 0)
-        }
-        found = await still_held(clients.consumer, lost) if lost else {}
+        topic. Syncs of ``recreated`` topics, or written for another incarnation of their
+        topic, are not used; syncs written without a topic id (older aa) are."""
+        s, clients, ids = self._settings, self.clients, self._ids
+        assert ids is not None
+        found = await ids.synced_positions(
+            clients.consumer, group, require_id=False, recreated=recreated
+        )
         if found:
             clients.log.warning(
                 "eos_positions_from_syncs",

@@ -13,13 +13,14 @@ import asyncio
 import contextlib
 from collections.abc import Iterable, Mapping
 
-from aiokafka import TopicPartition
+from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.errors import KafkaError
 
 from aa.admin import ClusterAdmin
 from aa.deadlines import finished_within
 from aa.mirror.errors import FlowError
 from aa.mirror.settings import FlowSettings
+from aa.offsets.resume import copied_ends, same_incarnation, still_held
 
 WATCH_TIMEOUT_S = 10.0
 """How long :meth:`Incarnations.watch` waits for the source's answer (a stop waits no longer)."""
@@ -35,6 +36,11 @@ class Incarnations:
 
     def id(self, topic: str) -> str | None:
         return self._ids.get(topic)
+
+    @property
+    def known(self) -> Mapping[str, str]:
+        """Every id learned so far (a live view: the offset-sync writer stamps syncs with it)."""
+        return self._ids
 
     async def _read(self, topics: Iterable[str]) -> dict[str, str]:
         names = set(topics)
@@ -54,13 +60,40 @@ class Incarnations:
         """Learn the ids of the stored positions' topics; return the topics whose stored
         positions belong to an older incarnation (topic -> the stored id). A position stored
         without an id (before ids were stored) is believed."""
-        self._ids = await self._read({tp.topic for tp in stored})
+        self._ids.update(await self._read({tp.topic for tp in stored}))
         out = {}
         for tp, tid in stored.items():
             now = self._ids.get(tp.topic)
             if tid is not None and now is not None and tid != now:
                 out[tp.topic] = tid
         return out
+
+    async def synced_positions(
+        self,
+        consumer: AIOKafkaConsumer,
+        group: Mapping[TopicPartition, int],
+        *,
+        require_id: bool,
+        recreated: Iterable[str] = (),
+    ) -> dict[TopicPartition, int]:
+        """Where the flow's committed offset syncs say its copy of each partition ended, for
+        the partitions the syncs took further than ``group`` (the group's committed offsets),
+        of the topic incarnation the source holds now (:func:`same_incarnation`), and that the
+        source still reaches. Syncs of ``recreated`` topics are not used."""
+        s = self._settings
+        ends = await copied_ends(s.sync_topic, s.target_client, s.source, s.target)
+        skip = set(recreated)
+        ends = {tp: e for tp, e in ends.items() if tp.topic not in skip}
+        if not ends:
+            return {}
+        now = await self._read({tp.topic for tp in ends})  # the topics the source still has
+        self._ids.update(now)
+        # a topic deleted since has nothing to resume (and asking for its offsets would wait
+        # out the request timeout, then fail for every partition)
+        ends = {tp: e for tp, e in ends.items() if tp.topic in now}
+        trusted = same_incarnation(ends, now, require_id=require_id)
+        ahead = {tp: end for tp, end in trusted.items() if end > group.get(tp, 0)}
+        return await still_held(consumer, ahead) if ahead else {}
 
     async def learn(self, topics: Iterable[str]) -> None:
         """Learn the ids of topics first committed now. If the source does not answer they

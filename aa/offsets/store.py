@@ -145,6 +145,14 @@ class OffsetSyncStore:
         ends = {key: part.index.copied_end() for key, part in self._parts.items()}
         return {key: end for key, end in ends.items() if end is not None}
 
+    def copied_end_ids(self) -> dict[tuple[str, int], str | None]:
+        """Per source partition with syncs, the topic id the sync that gives its
+        :meth:`copied_end` was written with (``None``: without one): the incarnation of the
+        topic that end belongs to."""
+        self._check()
+        parts = self._parts.items()
+        return {key: p.index.entries[-1].topic_id for key, p in parts if p.index.entries}
+
     def translate(self, topic: str, partition: int, offset: int) -> Position:
         """Where a consumer of the target must start to see every copied record of source
         ``topic/partition`` at or after ``offset`` — and none before it when exact."""

@@ -48,6 +48,10 @@ class OffsetSync:
     source_first: int
     source_last: int
     target_first: int
+    topic_id: str | None = None
+    """Kafka's id of the source topic's incarnation the run was copied from (``None``: written
+    before the flow knew it, or by an older aa); a flow that lost its positions resumes from a
+    sync only for the same incarnation (:mod:`aa.offsets.resume`)."""
 
     @property
     def target_last(self) -> int:
@@ -58,17 +62,18 @@ class OffsetSync:
         return f"{base}/{slot}".encode() if slot else base.encode()
 
     def encode(self) -> bytes:
-        return orjson.dumps(
-            {
-                "topic": self.topic,
-                "partition": self.partition,
-                "target_topic": self.target_topic,
-                "from": self.covered_from,
-                "first": self.source_first,
-                "last": self.source_last,
-                "target": self.target_first,
-            }
-        )
+        value = {
+            "topic": self.topic,
+            "partition": self.partition,
+            "target_topic": self.target_topic,
+            "from": self.covered_from,
+            "first": self.source_first,
+            "last": self.source_last,
+            "target": self.target_first,
+        }
+        if self.topic_id is not None:
+            value["topic_id"] = self.topic_id
+        return orjson.dumps(value)
 
     @staticmethod
     def decode(value: bytes) -> OffsetSync:
@@ -120,6 +125,7 @@ def decode_sync(value: bytes) -> OffsetSync | Repartitioned:
             int(d["first"]),
             int(d["last"]),
             int(d["target"]),
+            None if d.get("topic_id") is None else str(d["topic_id"]),
         )
     except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as exc:
         raise SyncDecodeError(f"not an offset sync: {value[:80]!r} ({exc})") from exc

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -117,6 +117,9 @@ class OffsetSyncWriter:
         self.failed = 0
         self.last_error: BaseException | None = None
         """The broker's error behind the last failed sync (logged too; the flow names it)."""
+        self.topic_ids: Mapping[str, str] = {}
+        """Source topic -> Kafka's id of the incarnation copied, as far as the flow's delivery
+        learned them; each sync is written with its topic's id once known."""
 
     def saw(self, tp: TopicPartition, first_offset: int) -> None:
         """The flow fetched ``tp`` starting at ``first_offset`` (the run covers from it)."""
@@ -208,6 +211,9 @@ class OffsetSyncWriter:
 
     async def _write(self, tp: TopicPartition, run: _Open) -> None:
         s = run.sync
+        topic_id = self.topic_ids.get(s.topic)
+        if topic_id is not None and s.topic_id is None:
+            s = run.sync = replace(s, topic_id=topic_id)
         value = s.encode()
         # marked first: a batch that extends the run while this one is sent marks it again
         run.written, run.since = True, self._clock()

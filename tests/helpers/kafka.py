@@ -10,6 +10,7 @@ from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.protocol.admin import DeleteGroupsRequest
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,6 +154,20 @@ async def delete_topic(bootstrap: str, topic: str, timeout: float = 60.0) -> Non
             return topic not in await admin.list_topics()
 
         await eventually(gone, timeout=timeout, message=f"{topic} deleted")
+    finally:
+        await admin.close()
+
+
+async def delete_group(bootstrap: str, group: str) -> None:
+    """Delete consumer group ``group`` and its committed offsets, as the broker does when an
+    empty group's offsets pass ``offsets.retention.minutes`` (7 days by default)."""
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    await admin.start()
+    try:
+        node = await admin.find_coordinator(group)
+        response = await admin._send_request(DeleteGroupsRequest([group]), node)
+        errors = [code for _, code in response.results if code]
+        assert not errors, f"DeleteGroups {group}: error codes {errors}"
     finally:
         await admin.close()
 

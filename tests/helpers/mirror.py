@@ -22,7 +22,7 @@ from aa.mirror.settings import FlowSettings
 from aa.mirror.supervisor import Backoff, Supervisor
 from aa.mirror.types import Malformed, Route, Skip
 from aa.observe.metrics import Metrics
-from tests.helpers.kafka import create_topic
+from tests.helpers.kafka import Rec, consume_all, create_topic, produce
 
 
 def sf_to_nyc(
@@ -165,3 +165,21 @@ def stage_context(
     return StageContext(
         settings, router, metrics or Metrics(), delivery or AtLeastOnce(settings), clients
     )
+
+
+async def resumes_without_copying_again(
+    settings: FlowSettings, router: Any, topic: str, *, isolation_level: str = "read_uncommitted"
+) -> None:
+    """After a first run copied ``old-0..299`` of ``topic`` (two partitions) and its positions
+    were lost: write ``new-0..99``, run the flow again, and assert the target holds every old and
+    new record exactly once."""
+    sf = settings.source_client["bootstrap_servers"]
+    nyc = settings.target_client["bootstrap_servers"]
+    await produce(sf, topic, [Rec(None, f"new-{i}".encode(), partition=i % 2) for i in range(100)])
+    async with running_flow(settings, router):
+        got = await consume_all(
+            nyc, topic, count=400, timeout=90, isolation_level=isolation_level, settle=3.0
+        )
+    values = sorted(r.value.decode() for r in got)
+    assert len(values) == 400, f"{len(values) - len(set(values))} copied twice"
+    assert set(values) == {f"old-{i}" for i in range(300)} | {f"new-{i}" for i in range(100)}
