@@ -79,6 +79,7 @@ class Forwarder:
         self.placement = placement
         self.target = target
         self.set_lag = set_lag
+        self._lanes = len(target.marks)  # one mark per producer
         self._marks = [b"".join(encode_header(k, v) for k, v in m) for m in target.marks]
         """Per producer, the ``aa-batch`` mark encoded, for the batch path."""
         self._stamps: dict[TopicPartition, Stamp] = {}
@@ -106,7 +107,9 @@ class Forwarder:
                     await syncs.repartitioned(tp, target, records)  # translation refuses
             run = _Run(tp, target, None if same_partition else parts, now_ms)
             run.limits = self.placement.limits.get(target)
-            run.wide = fetched_bytes(records) >= self.ctx.settings.batch_size
+            # only a flow with more than one producer chooses lanes (exactly-once has one): no
+            # pass over the records for nothing
+            run.wide = self._lanes > 1 and fetched_bytes(records) >= self.ctx.settings.batch_size
             if type(records[-1]) is RawBatch or type(records[0]) is RawBatch:
                 await self._raw(pending, run, records, skipped)
             else:

@@ -53,9 +53,11 @@ def same_incarnation(
     only when not ``require_id``."""
     out = {}
     for tp, end in ends.items():
-        known = end.topic_id is not None
-        if end.topic_id == now.get(tp.topic) if known else not require_id:
-            out[tp] = end.offset
+        if end.topic_id is None and require_id:
+            continue
+        if end.topic_id is not None and end.topic_id != now.get(tp.topic):
+            continue
+        out[tp] = end.offset
     return out
 
 
