@@ -18,7 +18,7 @@ from aa.config.kinds import (
     Servers,
     Text,
 )
-from aa.config.schema import REQUIRED, dc_setting, setting
+from aa.config.schema import REQUIRED, section, setting
 from aa.config.secret import Secret
 from aa.config.sections import (
     DEFAULT_CONFIG_EXCLUDE,
@@ -71,67 +71,34 @@ SECURITY_PROTOCOLS: tuple[SecurityProtocol, ...] = get_args(SecurityProtocol)
 SASL_MECHANISMS: tuple[SaslMechanism, ...] = get_args(SaslMechanism)
 
 
+@section(applies="datacenter", groups=("ssl", "sasl"))
 @dataclass(frozen=True, slots=True)
 class Datacenter:
     """One DC's Kafka cluster and the client settings to reach it."""
 
     name: str
-    bootstrap: str = dc_setting(
-        REQUIRED,
-        Servers(),
-        "the cluster's bootstrap servers",
-        mm2=("A.bootstrap.servers",),
+    bootstrap: str = setting(REQUIRED, Servers(), mm2=("A.bootstrap.servers",))
+    """the cluster's bootstrap servers"""
+    security_protocol: SecurityProtocol = setting(
+        "PLAINTEXT", Choice(SECURITY_PROTOCOLS), mm2=("[A.]security.protocol",)
     )
-    security_protocol: SecurityProtocol = dc_setting(
-        "PLAINTEXT",
-        Choice(SECURITY_PROTOCOLS),
-        "how clients connect",
-        mm2=("[A.]security.protocol",),
+    """how clients connect"""
+    ssl_cafile: str | None = setting(None, Text("PEM file"), mm2=("[A.]ssl.truststore.location",))
+    """the CA(s) to trust (SSL / SASL_SSL only); none: the system's CAs"""
+    ssl_certfile: str | None = setting(None, Text("PEM file"), mm2=("[A.]ssl.keystore.location",))
+    """client certificate (may hold the key too)"""
+    ssl_keyfile: str | None = setting(None, Text("PEM file"))
+    """private key (needs `certfile`)"""
+    sasl_mechanism: SaslMechanism | None = setting(
+        None, Choice(SASL_MECHANISMS), mm2=("[A.]sasl.mechanism",)
     )
-    ssl_cafile: str | None = dc_setting(
-        None,
-        Text("PEM file"),
-        "the CA(s) to trust (SSL / SASL_SSL only); none: the system's CAs",
-        mm2=("[A.]ssl.truststore.location",),
-        key="ssl.cafile",
-    )
-    ssl_certfile: str | None = dc_setting(
-        None,
-        Text("PEM file"),
-        "client certificate (may hold the key too)",
-        mm2=("[A.]ssl.keystore.location",),
-        key="ssl.certfile",
-    )
-    ssl_keyfile: str | None = dc_setting(
-        None, Text("PEM file"), "private key (needs `certfile`)", key="ssl.keyfile"
-    )
-    sasl_mechanism: SaslMechanism | None = dc_setting(
-        None,
-        Choice(SASL_MECHANISMS),
-        "required with SASL_*",
-        mm2=("[A.]sasl.mechanism",),
-        key="sasl.mechanism",
-    )
-    sasl_username: str | None = dc_setting(
-        None,
-        Text(),
-        "required with SASL_* (not OAUTHBEARER)",
-        mm2=("[A.]sasl.jaas.config",),
-        key="sasl.username",
-    )
-    sasl_password: Secret | None = dc_setting(
-        None,
-        Password(),
-        "required with SASL_* (not OAUTHBEARER)",
-        mm2=("[A.]sasl.jaas.config",),
-        key="sasl.password",
-    )
-    sasl_token_provider: str | None = dc_setting(
-        None,
-        Text("`module:factory`"),
-        "required with OAUTHBEARER only: a function giving the bearer token (see below)",
-        key="sasl.token_provider",
-    )
+    """required with SASL_*"""
+    sasl_username: str | None = setting(None, Text(), mm2=("[A.]sasl.jaas.config",))
+    """required with SASL_* (not OAUTHBEARER)"""
+    sasl_password: Secret | None = setting(None, Password(), mm2=("[A.]sasl.jaas.config",))
+    """required with SASL_* (not OAUTHBEARER)"""
+    sasl_token_provider: str | None = setting(None, Text("`module:factory`"))
+    """required with OAUTHBEARER only: a function giving the bearer token (see below)"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,18 +139,15 @@ class Topology:
     topics: TopicFilter = setting(
         TopicFilter(),
         Filter(),
-        "which topics the flows copy (a flow's own `topics` overrides it)",
         mm2=("topics", "topics.exclude", "topics.blacklist"),
         applies="topology",
     )
+    """which topics the flows copy (a flow's own `topics` overrides it)"""
     loop_prevention: LoopPrevention = field(default_factory=LoopPrevention)
     delivery: Delivery = setting(
-        "at-least-once",
-        Choice(DELIVERIES),
-        "`exactly-once`: the copies and the source offsets commit in one transaction on the target",
-        mm2=("exactly.once.source.support",),
-        flow="delivery",
+        "at-least-once", Choice(DELIVERIES), mm2=("exactly.once.source.support",), flow="delivery"
     )
+    """`exactly-once`: the copies and the source offsets commit in one transaction on the target"""
     tuning: Tuning = field(default_factory=Tuning)
     topic_sync: TopicSync = field(default_factory=TopicSync)
     on_error: OnError = field(default_factory=OnError)

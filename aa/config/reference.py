@@ -70,7 +70,7 @@ def render(defs: list[Definition]) -> str:
         doc = s.doc + (f"; `{d.section}: VALUE` is short for it" if s.shorthand else "")
         rows.append(
             f"| {name} | {show(d.default)} | {s.kind.allowed()} | {mm2} "
-            f"| {_APPLIES[s.applies]} | {doc} |"
+            f"| {_APPLIES[d.applies]} | {doc} |"
         )
     return "\n".join(rows) + "\n"
 

@@ -2,17 +2,22 @@
 the configuration reference are all derived from.
 
 A setting is a field of one of the frozen config dataclasses (:mod:`aa.config.sections`,
-:mod:`aa.config.model`) declared
-with :func:`setting`: the field gives its name, type and default; the :class:`Setting` in its
-metadata gives its kind (how it is read and checked), its doc, its MirrorMaker 2 keys, where it
-applies and which :class:`~aa.mirror.settings.FlowSettings` attribute it feeds. Nothing else
-spells a setting's name, default or allowed values again. How to add one: docs/configuration.md
-("How settings are defined").
+:mod:`aa.config.model`) declared with :func:`setting`: the field gives its name, type and
+default, the docstring written under it gives its doc, and the :class:`Setting` in its metadata
+gives its kind (how it is read and checked), its MirrorMaker 2 keys, where it applies and which
+:class:`~aa.mirror.settings.FlowSettings` attribute it feeds. What all settings of a class share
+is said once on the class with :func:`section`. Nothing else spells a setting's name, default or
+allowed values again. How to add one: docs/configuration.md ("How settings are defined").
 """
 
 from __future__ import annotations
 
+import ast
 import dataclasses
+import functools
+import inspect
+import itertools
+import textwrap
 import typing
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -35,11 +40,13 @@ class Setting:
     """What a config dataclass field says about itself beyond name, type and default."""
 
     kind: Kind
-    doc: str
+    doc: str = ""
+    """The docstring under the field (filled in by :func:`settings_of`)."""
     mm2: tuple[str, ...] = ()
     """MirrorMaker 2 keys that set it: the key, then legacy spellings (a filter: include key,
     exclude key, legacy exclude key)."""
-    applies: Applies = "flow"
+    applies: Applies | None = None
+    """None: as its section says (:func:`section`; filled in by :func:`settings_of`)."""
     flow: str | None = None
     """The :class:`~aa.mirror.settings.FlowSettings` attribute it feeds, if any."""
     to_flow: Callable[[Any], Any] | None = None
@@ -47,41 +54,9 @@ class Setting:
     shorthand: bool = False
     """A plain string for the whole section means this setting (``on_error: dead-letter``)."""
     required: bool = False
-    """Must be given when the section is written as a mapping."""
+    """Must be given when the section is written as a mapping (or at all, with no default)."""
     key: str | None = None
     """The key path users write, when not the field's name (``ssl.cafile`` for ``ssl_cafile``)."""
-
-
-def setting(
-    default: T,
-    kind: Kind,
-    doc: str,
-    *,
-    mm2: tuple[str, ...] = (),
-    applies: Applies = "flow",
-    flow: str | None = None,
-    to_flow: Callable[[Any], Any] | None = None,
-    shorthand: bool = False,
-    required: bool = False,
-) -> T:
-    """Declare a dataclass field as a setting (typed as its default for the type checker)."""
-    meta = Setting(kind, doc, mm2, applies, flow, to_flow, shorthand, required)
-    return dataclasses.field(default=default, metadata={_KEY: meta})
-
-
-def dc_setting(
-    default: T, kind: Kind, doc: str, *, mm2: tuple[str, ...] = (), key: str | None = None
-) -> T:
-    """Declare a field of :class:`~aa.config.model.Datacenter` (its reader is hand-written in
-    ``build.py``: the client settings depend on each other; it reads values with these kinds)."""
-    meta = Setting(kind, doc, mm2, "datacenter", key=key, required=default is REQUIRED)
-    if default is REQUIRED:
-        return dataclasses.field(metadata={_KEY: meta})  # type: ignore[no-any-return]
-    return dataclasses.field(default=default, metadata={_KEY: meta})
-
-
-REQUIRED: Any = dataclasses.MISSING
-"""The default of a setting that has none (``datacenters.X.bootstrap``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +71,10 @@ class Definition:
     setting: Setting
 
     @property
+    def applies(self) -> Applies:
+        return self.setting.applies or "flow"
+
+    @property
     def key(self) -> str:
         """What the user writes for it inside its section."""
         return self.setting.key or self.name
@@ -105,11 +84,110 @@ class Definition:
         return f"{self.section}.{self.key}" if self.section else self.key
 
 
+REQUIRED: Any = dataclasses.MISSING
+"""The default of a setting that has none (``datacenters.X.bootstrap``)."""
+
+
+def setting(
+    default: T,
+    kind: Kind,
+    *,
+    mm2: tuple[str, ...] = (),
+    applies: Applies | None = None,
+    flow: str | None = None,
+    to_flow: Callable[[Any], Any] | None = None,
+    shorthand: bool = False,
+    required: bool = False,
+) -> T:
+    """Declare a dataclass field as a setting (typed as its default for the type checker); its
+    doc is the docstring written under it."""
+    meta = Setting(
+        kind, "", mm2, applies, flow, to_flow, shorthand, required or default is REQUIRED
+    )
+    if default is REQUIRED:
+        return dataclasses.field(metadata={_KEY: meta})  # type: ignore[no-any-return]
+    return dataclasses.field(default=default, metadata={_KEY: meta})
+
+
+@dataclass(frozen=True, slots=True)
+class Section:
+    """What every setting of a class has unless it says otherwise (see :func:`section`)."""
+
+    applies: Applies = "flow"
+    feeds_flow: bool = False
+    """Each setting feeds the ``FlowSettings`` attribute of its own name (``flow=`` renames)."""
+    groups: tuple[str, ...] = ()
+    """Nested keys: a setting named ``ssl_cafile`` is written ``ssl.cafile`` (group ``ssl``)."""
+
+    def resolve(self, name: str, s: Setting, doc: str) -> Setting:
+        group = name.split("_", 1)[0]
+        key = f"{group}.{name.split('_', 1)[1]}" if group in self.groups else None
+        return dataclasses.replace(
+            s,
+            doc=doc,
+            applies=s.applies or self.applies,
+            flow=s.flow or (name if self.feeds_flow else None),
+            key=s.key or key,
+        )
+
+
+_SECTION = "__aa_section__"
+
+
+def section(
+    *, applies: Applies = "flow", feeds_flow: bool = False, groups: tuple[str, ...] = ()
+) -> Callable[[type[T]], type[T]]:
+    """Class decorator: what the settings declared on the class share (a setting overrides
+    ``applies`` and ``flow`` by saying its own)."""
+
+    def mark(cls: type[T]) -> type[T]:
+        setattr(cls, _SECTION, Section(applies, feeds_flow, groups))
+        return cls
+
+    return mark
+
+
+@functools.cache
+def attribute_docs(cls: type) -> dict[str, str]:
+    """The docstring written under each annotated attribute of ``cls``, whitespace collapsed
+    (what pydantic's ``use_attribute_docstrings`` reads); empty when the source is not there."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+    except (OSError, TypeError):
+        return {}
+    body = typing.cast(ast.ClassDef, tree.body[0]).body
+    docs: dict[str, str] = {}
+    for stmt, after in itertools.pairwise(body):
+        if (
+            isinstance(stmt, ast.AnnAssign)
+            and isinstance(stmt.target, ast.Name)
+            and isinstance(after, ast.Expr)
+            and isinstance(after.value, ast.Constant)
+            and isinstance(after.value.value, str)
+        ):
+            docs[stmt.target.id] = " ".join(after.value.value.split())
+    return docs
+
+
 def settings_of(cls: type) -> tuple[Definition, ...]:
-    """The settings declared on dataclass ``cls``, in declaration order."""
+    """The settings declared on dataclass ``cls``, in declaration order, each with its doc and
+    its section's defaults filled in."""
+    return _settings_of(cls)
+
+
+@functools.cache
+def _settings_of(cls: type) -> tuple[Definition, ...]:
     hints = typing.get_type_hints(cls)
+    shared: Section = getattr(cls, _SECTION, Section())
+    docs = attribute_docs(cls)
     return tuple(
-        Definition("", f.name, f.default, hints[f.name], f.metadata[_KEY])
+        Definition(
+            "",
+            f.name,
+            f.default,
+            hints[f.name],
+            shared.resolve(f.name, f.metadata[_KEY], docs.get(f.name, "")),
+        )
         for f in dataclasses.fields(cls)
         if _KEY in f.metadata
     )

@@ -19,7 +19,7 @@ from aa.config.kinds import (
     Template,
     Text,
 )
-from aa.config.schema import setting
+from aa.config.schema import section, setting
 from aa.config.topic_filter import TopicFilter
 
 
@@ -58,6 +58,7 @@ DEFAULT_GROUP_EXCLUDE: tuple[str, ...] = ("console-consumer-.*", "connect-.*", "
 """MirrorMaker 2's default ``groups.exclude``."""
 
 
+@section(applies="topology")
 @dataclass(frozen=True, slots=True)
 class LoopPrevention:
     """``headers``: same topic names everywhere, provenance headers stop loops. ``prefix``: the
@@ -68,147 +69,91 @@ class LoopPrevention:
     mode: LoopMode = setting(
         "headers",
         Choice(LOOP_MODES),
-        "how loops are prevented (see below)",
         mm2=("replication.policy.class",),
-        applies="topology",
         shorthand=True,
         required=True,
     )
-    separator: str = setting(
-        ".",
-        Separator(),
-        "the text between DC name and topic in prefix mode",
-        mm2=("replication.policy.separator",),
-        applies="topology",
-    )
-    style: PrefixStyle = setting(
-        "rename",
-        Choice(PREFIX_STYLES),
-        "`rename` (MM2 style: `users` in SF becomes `SF.users` elsewhere) or `book` "
-        "(applications write `SF.users` in SF; copied under the same name)",
-        applies="topology",
-    )
+    """how loops are prevented (see below)"""
+    separator: str = setting(".", Separator(), mm2=("replication.policy.separator",))
+    """the text between DC name and topic in prefix mode"""
+    style: PrefixStyle = setting("rename", Choice(PREFIX_STYLES))
+    """`rename` (MM2 style: `users` in SF becomes `SF.users` elsewhere) or `book` (applications
+    write `SF.users` in SF; copied under the same name)"""
 
 
+@section(feeds_flow=True)
 @dataclass(frozen=True, slots=True)
 class Tuning:
     """Client and pipeline sizes of one flow."""
 
-    fetch_max_bytes: int = setting(
-        16 * 1024 * 1024, Integer(lo=1024), "consumer `fetch_max_bytes`", flow="fetch_max_bytes"
-    )
-    max_partition_fetch_bytes: int = setting(
-        1024 * 1024,
-        Integer(lo=1024),
-        "consumer `max_partition_fetch_bytes`",
-        flow="max_partition_fetch_bytes",
-    )
-    fetch_max_wait_ms: int = setting(
-        25,
-        Integer(lo=0),
-        "consumer `fetch_max_wait_ms`: how long the source broker may hold a fetch until "
-        "`fetch_min_bytes` are there; at low rates fewer, fuller fetches (each costs the flow "
-        "a fetch, a produce request and offset syncs, whatever it holds) for at most this "
-        "much added latency; 0: answer at once",
-        flow="fetch_max_wait_ms",
-    )
-    fetch_min_bytes: int = setting(
-        256 * 1024,
-        Integer(lo=1),
-        "consumer `fetch_min_bytes`, lowered to the per-partition fetch size (so a lagging "
-        "partition never waits for it)",
-        flow="fetch_min_bytes",
-    )
-    max_poll_records: int = setting(
-        2000, Integer(lo=1), "records per `getmany`", flow="max_poll_records"
-    )
-    memory_budget_mb: int = setting(
-        64,
-        Integer(lo=4),
-        "MiB one `aa run` process may hold in fetched and not yet acknowledged data, however "
-        "far its flows lag, shared evenly by the flows it runs (`--dc`: the DC's inbound flows, "
-        "32 MiB each for two; `--flow`: all of it), at least 4 MiB each. Within a flow's "
-        "share: fetched data (in flight or not yet read) at most 1/4, split across the flow's "
-        "assigned partitions in whole source batches; the response being parsed 1/4; record "
-        "bytes between fetch and acknowledgement at most 1/4, held twice; `fetch_max_bytes` and "
-        "`max_partition_fetch_bytes` are lowered to fit (see docs/operations.md, memory)",
-        applies="process",
-        flow="memory_budget_mb",
-    )
-    batch_size: int = setting(
-        512 * 1024, Integer(lo=1024), "producer `max_batch_size` in bytes", flow="batch_size"
-    )
-    linger_ms: int = setting(
-        0,
-        Integer(lo=0),
-        "producer `linger_ms`, for offset syncs and dead letters; the mirror's own batches "
-        "are complete when handed over and leave at once",
-        flow="linger_ms",
-    )
+    fetch_max_bytes: int = setting(16 * 1024 * 1024, Integer(lo=1024))
+    """consumer `fetch_max_bytes`"""
+    max_partition_fetch_bytes: int = setting(1024 * 1024, Integer(lo=1024))
+    """consumer `max_partition_fetch_bytes`"""
+    fetch_max_wait_ms: int = setting(25, Integer(lo=0))
+    """consumer `fetch_max_wait_ms`: how long the source broker may hold a fetch until
+    `fetch_min_bytes` are there; at low rates fewer, fuller fetches (each costs the flow a fetch, a
+    produce request and offset syncs, whatever it holds) for at most this much added latency; 0:
+    answer at once"""
+    fetch_min_bytes: int = setting(256 * 1024, Integer(lo=1))
+    """consumer `fetch_min_bytes`, lowered to the per-partition fetch size (so a lagging partition
+    never waits for it)"""
+    max_poll_records: int = setting(2000, Integer(lo=1))
+    """records per `getmany`"""
+    memory_budget_mb: int = setting(64, Integer(lo=4), applies="process")
+    """MiB one `aa run` process may hold in fetched and not yet acknowledged data, however far its
+    flows lag, shared evenly by the flows it runs (`--dc`: the DC's inbound flows, 32 MiB each for
+    two; `--flow`: all of it), at least 4 MiB each. Within a flow's share: fetched data (in flight
+    or not yet read) at most 1/4, split across the flow's assigned partitions in whole source
+    batches; the response being parsed 1/4; record bytes between fetch and acknowledgement at most
+    1/4, held twice; `fetch_max_bytes` and `max_partition_fetch_bytes` are lowered to fit (see
+    docs/operations.md, memory)"""
+    batch_size: int = setting(512 * 1024, Integer(lo=1024))
+    """producer `max_batch_size` in bytes"""
+    linger_ms: int = setting(0, Integer(lo=0))
+    """producer `linger_ms`, for offset syncs and dead letters; the mirror's own batches are
+    complete when handed over and leave at once"""
     compression: Compression = setting(
-        "none",
-        Choice(COMPRESSIONS),
-        "producer compression of the copies",
-        flow="compression",
-        to_flow=lambda v: None if v == "none" else v,
+        "none", Choice(COMPRESSIONS), to_flow=lambda v: None if v == "none" else v
     )
-    max_in_flight: int = setting(
-        4,
-        Integer(lo=1),
-        "fetched batches between fetch and commit: the backpressure bound in count (records "
-        "held per flow ≤ max_in_flight × max_poll_records); `memory_budget_mb` bounds their "
-        "bytes",
-        flow="max_inflight_batches",
-    )
-    commit_interval_s: float = setting(
-        1.0,
-        Number(),
-        "at most this long between source-offset commits",
-        flow="commit_interval_s",
-    )
-    request_timeout_ms: int = setting(
-        30_000, Integer(lo=1000), "client request timeout", flow="request_timeout_ms"
-    )
+    """producer compression of the copies"""
+    max_in_flight: int = setting(4, Integer(lo=1), flow="max_inflight_batches")
+    """fetched batches between fetch and commit: the backpressure bound in count (records held per
+    flow ≤ max_in_flight × max_poll_records); `memory_budget_mb` bounds their bytes"""
+    commit_interval_s: float = setting(1.0, Number())
+    """at most this long between source-offset commits"""
+    request_timeout_ms: int = setting(30_000, Integer(lo=1000))
+    """client request timeout"""
 
 
 @dataclass(frozen=True, slots=True)
 class TopicSync:
     """Create missing target topics and keep partition counts and configs in step."""
 
-    enabled: bool = setting(
-        True,
-        Boolean(),
-        "create missing target topics (source partition count and configs), grow partitions, "
-        "keep configs in step",
-        mm2=("sync.topic.configs.enabled",),
-        flow="topic_sync",
-    )
+    enabled: bool = setting(True, Boolean(), mm2=("sync.topic.configs.enabled",), flow="topic_sync")
+    """create missing target topics (source partition count and configs), grow partitions, keep
+    configs in step"""
     interval_s: float = setting(
-        30.0,
-        Number(),
-        "how often (also how soon new matching topics are seen)",
-        mm2=("refresh.topics.interval.seconds",),
-        flow="topic_sync_interval_s",
+        30.0, Number(), mm2=("refresh.topics.interval.seconds",), flow="topic_sync_interval_s"
     )
+    """how often (also how soon new matching topics are seen)"""
     config_exclude: tuple[str, ...] = setting(
         DEFAULT_CONFIG_EXCLUDE,
         StrList(),
-        "topic configs never copied (the default is MM2's)",
         mm2=("config.properties.exclude", "config.properties.blacklist"),
         flow="config_exclude",
         to_flow=frozenset,
     )
-    headers_mode: HeadersTopicSync = setting(
-        "create-only",
-        Choice(HEADERS_TOPIC_SYNCS),
-        "headers mode only. `create-only`: the target DC owns its same-named topic — topic sync "
-        "creates it when missing (source partitions and configs) and then leaves its configs and "
-        "partitions alone, logging each difference once as `topic_mismatch`; `sync`: make it "
-        "like the source's (with two sources that differ, their configs flip at every sync). "
-        "Prefix mode always syncs its replicas",
-    )
+    """topic configs never copied (the default is MM2's)"""
+    headers_mode: HeadersTopicSync = setting("create-only", Choice(HEADERS_TOPIC_SYNCS))
+    """headers mode only. `create-only`: the target DC owns its same-named topic — topic sync
+    creates it when missing (source partitions and configs) and then leaves its configs and
+    partitions alone, logging each difference once as `topic_mismatch`; `sync`: make it like the
+    source's (with two sources that differ, their configs flip at every sync). Prefix mode always
+    syncs its replicas"""
 
 
+@section(feeds_flow=True)
 @dataclass(frozen=True, slots=True)
 class OnError:
     """What a flow does with a record it cannot copy (malformed ``aa-*`` headers, too large):
@@ -216,43 +161,31 @@ class OnError:
     reference to it) to ``dead_letter_topic`` in the target and goes on."""
 
     action: ErrorAction = setting(
-        "fail",
-        Choice(ERROR_ACTIONS),
-        "`fail`: stop the flow with one message; `dead-letter`: write the record (or a "
-        "reference to it) to the dead-letter topic and go on",
-        flow="on_error",
-        shorthand=True,
-        required=True,
+        "fail", Choice(ERROR_ACTIONS), flow="on_error", shorthand=True, required=True
     )
-    dead_letter_topic: str = setting(
-        names.DEAD_LETTER_TOPIC,
-        Template(),
-        "where dead letters go, in the target DC",
-        flow="dead_letter_topic",
-    )
+    """`fail`: stop the flow with one message; `dead-letter`: write the record (or a reference to
+    it) to the dead-letter topic and go on"""
+    dead_letter_topic: str = setting(names.DEAD_LETTER_TOPIC, Template())
+    """where dead letters go, in the target DC"""
 
     def dead_letter_for(self, flow: FlowEnds) -> str:
         return names.for_flow(self.dead_letter_topic, flow.source, flow.target)
 
 
+@section(applies="process")
 @dataclass(frozen=True, slots=True)
 class MetricsEndpoint:
     """Where ``aa run`` serves Prometheus ``/metrics`` and ``/healthz``."""
 
-    host: str = setting(
-        "127.0.0.1", Text("host name or address"), "address to bind", applies="process"
-    )
-    port: int = setting(
-        9464, Integer(lo=0, hi=65535), "port (0 picks a free one)", applies="process"
-    )
-    lag_interval_s: float = setting(
-        10.0,
-        Number(),
-        "how often `aa run` reads committed lag for `aa_committed_lag_*`; a read without an "
-        "answer after the interval + 5 s fails and is counted in "
-        '`aa_background_task_failures_total{task="lag"}`',
-        applies="process",
-    )
+    host: str = setting("127.0.0.1", Text("host name or address"))
+    """address to bind"""
+    port: int = setting(9464, Integer(lo=0, hi=65535))
+    """port (0 picks a free one)"""
+    lag_interval_s: float = setting(10.0, Number())
+    """how often `aa run` reads committed lag for `aa_committed_lag_*`; a read without an answer
+    after the interval + 5 s fails and is counted in
+    `aa_background_task_failures_total{task="lag"}`
+    """
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,80 +193,44 @@ class OffsetSyncs:
     """Offset syncs (source offset -> target offset) written by each flow (issue 7)."""
 
     enabled: bool = setting(
-        True,
-        Boolean(),
-        "each flow writes source→target offset syncs",
-        mm2=("emit.offset-syncs.enabled",),
-        flow="offset_syncs",
+        True, Boolean(), mm2=("emit.offset-syncs.enabled",), flow="offset_syncs"
     )
-    topic: str = setting(
-        names.OFFSET_SYNCS_TOPIC,
-        Template(),
-        "where a flow writes them, in its target DC",
-        flow="offset_sync_topic",
-    )
+    """each flow writes source→target offset syncs"""
+    topic: str = setting(names.OFFSET_SYNCS_TOPIC, Template(), flow="offset_sync_topic")
+    """where a flow writes them, in its target DC"""
 
 
+@section(applies="process")
 @dataclass(frozen=True, slots=True)
 class Checkpoints:
     """Consumer-group checkpoints translated into the other DCs (issue 7). ``apply`` also moves
     the target group's offsets when that group is not active there."""
 
-    enabled: bool = setting(
-        True,
-        Boolean(),
-        "translate consumer-group offsets into the other DCs",
-        mm2=("emit.checkpoints.enabled",),
-        applies="process",
-    )
+    enabled: bool = setting(True, Boolean(), mm2=("emit.checkpoints.enabled",))
+    """translate consumer-group offsets into the other DCs"""
     groups: TopicFilter = setting(
         TopicFilter((".*",), DEFAULT_GROUP_EXCLUDE),
         Filter(DEFAULT_GROUP_EXCLUDE),
-        "which groups (same shape as `topics`; a list is the include list and keeps the "
-        "default excludes)",
         mm2=("groups", "groups.exclude", "groups.blacklist"),
-        applies="process",
     )
-    interval_s: float = setting(
-        60.0,
-        Number(),
-        "how often",
-        mm2=("emit.checkpoints.interval.seconds",),
-        applies="process",
-    )
-    apply: bool = setting(
-        False,
-        Boolean(),
-        "also move the target group's offsets when the group is not active there",
-        mm2=("sync.group.offsets.enabled",),
-        applies="process",
-    )
-    topic: str = setting(
-        names.CHECKPOINTS_TOPIC, Template(), "where checkpoints go", applies="process"
-    )
+    """which groups (same shape as `topics`; a list is the include list and keeps the default
+    excludes)"""
+    interval_s: float = setting(60.0, Number(), mm2=("emit.checkpoints.interval.seconds",))
+    """how often"""
+    apply: bool = setting(False, Boolean(), mm2=("sync.group.offsets.enabled",))
+    """also move the target group's offsets when the group is not active there"""
+    topic: str = setting(names.CHECKPOINTS_TOPIC, Template())
+    """where checkpoints go"""
 
 
+@section(applies="process")
 @dataclass(frozen=True, slots=True)
 class Heartbeats:
     """Each DC writes heartbeats to ``topic`` in its own cluster; they are mirrored like data."""
 
-    enabled: bool = setting(
-        True,
-        Boolean(),
-        "each DC writes heartbeats into its own cluster; mirrored like data",
-        mm2=("emit.heartbeats.enabled",),
-        applies="process",
-    )
-    interval_s: float = setting(
-        1.0,
-        Number(),
-        "how often",
-        mm2=("emit.heartbeats.interval.seconds",),
-        applies="process",
-    )
-    topic: str = setting(
-        "heartbeats",
-        Template(()),
-        "the topic (prefixed like any topic in prefix mode)",
-        applies="topology",
-    )
+    enabled: bool = setting(True, Boolean(), mm2=("emit.heartbeats.enabled",))
+    """each DC writes heartbeats into its own cluster; mirrored like data"""
+    interval_s: float = setting(1.0, Number(), mm2=("emit.heartbeats.interval.seconds",))
+    """how often"""
+    topic: str = setting("heartbeats", Template(()), applies="topology")
+    """the topic (prefixed like any topic in prefix mode)"""
