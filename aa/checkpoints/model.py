@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import orjson
 
+from aa import wire
 from aa.errors import AaError
 
 
@@ -39,35 +40,17 @@ class Checkpoint:
         return orjson.dumps([self.group, self.topic, self.partition])
 
     def encode(self) -> bytes:
-        return orjson.dumps(
-            {
-                "group": self.group,
-                "topic": self.topic,
-                "partition": self.partition,
-                "upstream": self.upstream,
-                "target_topic": self.target_topic,
-                "downstream": self.downstream,
-                "exactness": self.exactness,
-                "ts": self.ts_ms,
-            }
-        )
+        return wire.dump(self, _WIRE)
 
     @staticmethod
     def decode(value: bytes) -> Checkpoint:
         try:
-            d = orjson.loads(value)
-            return Checkpoint(
-                str(d["group"]),
-                str(d["topic"]),
-                int(d["partition"]),
-                int(d["upstream"]),
-                str(d["target_topic"]),
-                int(d["downstream"]),
-                str(d["exactness"]),
-                int(d["ts"]),
-            )
+            return wire.load(Checkpoint, orjson.loads(value), _WIRE)
         except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
             raise CheckpointDecodeError(f"not a checkpoint: {value[:80]!r} ({exc})") from exc
+
+
+_WIRE = {"ts_ms": "ts"}
 
 
 class Checkpoints:

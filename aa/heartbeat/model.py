@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import orjson
 
+from aa import wire
 from aa.provenance import MIRRORED_AT
 
 
@@ -17,17 +18,19 @@ class Heartbeat:
     ts_ms: int
 
     def encode(self) -> bytes:
-        return orjson.dumps({"dc": self.dc, "ts": self.ts_ms})
+        return wire.dump(self, _WIRE)
 
     @staticmethod
     def decode(value: bytes | None) -> Heartbeat | None:
         """``None`` for anything that is not a heartbeat (the topic is shared with nobody, but
         a stray record must not stop the monitor)."""
         try:
-            d = orjson.loads(value or b"")
-            return Heartbeat(str(d["dc"]), int(d["ts"]))
+            return wire.load(Heartbeat, orjson.loads(value or b""), _WIRE)
         except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
             return None
+
+
+_WIRE = {"ts_ms": "ts"}
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,6 +22,7 @@ from typing import Protocol, runtime_checkable
 
 import orjson
 
+from aa import wire
 from aa.errors import AaError
 
 
@@ -62,18 +63,7 @@ class OffsetSync:
         return f"{base}/{slot}".encode() if slot else base.encode()
 
     def encode(self) -> bytes:
-        value = {
-            "topic": self.topic,
-            "partition": self.partition,
-            "target_topic": self.target_topic,
-            "from": self.covered_from,
-            "first": self.source_first,
-            "last": self.source_last,
-            "target": self.target_first,
-        }
-        if self.topic_id is not None:
-            value["topic_id"] = self.topic_id
-        return orjson.dumps(value)
+        return wire.dump(self, _SYNC_WIRE)
 
     @staticmethod
     def decode(value: bytes) -> OffsetSync:
@@ -98,35 +88,25 @@ class Repartitioned:
         return f"{self.topic}/{self.partition}/h".encode()
 
     def encode(self) -> bytes:
-        return orjson.dumps(
-            {
-                "kind": "repartitioned",
-                "topic": self.topic,
-                "partition": self.partition,
-                "target_topic": self.target_topic,
-                "first": self.first,
-            }
-        )
+        return wire.dump(self, head=_MARKER)
+
+
+_SYNC_WIRE = {
+    "covered_from": "from",
+    "source_first": "first",
+    "source_last": "last",
+    "target_first": "target",
+}
+_MARKER = {"kind": "repartitioned"}
 
 
 def decode_sync(value: bytes) -> OffsetSync | Repartitioned:
     """A record of the sync topic: a sync or a repartitioned marker."""
     try:
         d = orjson.loads(value)
-        if d.get("kind") == "repartitioned":
-            return Repartitioned(
-                str(d["topic"]), int(d["partition"]), str(d["target_topic"]), int(d["first"])
-            )
-        return OffsetSync(
-            str(d["topic"]),
-            int(d["partition"]),
-            str(d["target_topic"]),
-            int(d["from"]),
-            int(d["first"]),
-            int(d["last"]),
-            int(d["target"]),
-            None if d.get("topic_id") is None else str(d["topic_id"]),
-        )
+        if isinstance(d, dict) and d.get("kind") == _MARKER["kind"]:
+            return wire.load(Repartitioned, d)
+        return wire.load(OffsetSync, d, _SYNC_WIRE)
     except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as exc:
         raise SyncDecodeError(f"not an offset sync: {value[:80]!r} ({exc})") from exc
 
