@@ -36,6 +36,13 @@ class Spans(Protocol):
         ...
 
 
+def sync_key(topic: str, partition: int, slot: str = "") -> bytes:
+    """The key of a record of the sync topic: ``topic/partition`` and the slot, if any (see the
+    module doc)."""
+    base = f"{topic}/{partition}"
+    return f"{base}/{slot}".encode() if slot else base.encode()
+
+
 class SyncDecodeError(AaError):
     """An offset-sync record cannot be read (written by something else?)."""
 
@@ -59,8 +66,7 @@ class OffsetSync:
         return self.target_first + (self.source_last - self.source_first)
 
     def key(self, slot: str = "") -> bytes:
-        base = f"{self.topic}/{self.partition}"
-        return f"{base}/{slot}".encode() if slot else base.encode()
+        return sync_key(self.topic, self.partition, slot)
 
     def encode(self) -> bytes:
         return wire.dump(self, _SYNC_WIRE)
@@ -85,7 +91,7 @@ class Repartitioned:
     first: int
 
     def key(self) -> bytes:
-        return f"{self.topic}/{self.partition}/h".encode()
+        return sync_key(self.topic, self.partition, "h")
 
     def encode(self) -> bytes:
         return wire.dump(self, head=_MARKER)
