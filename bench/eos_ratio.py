@@ -23,12 +23,12 @@ from pathlib import Path
 
 import orjson
 import yaml
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka import AIOKafkaProducer
 
 from aa.config import load_config
 from aa.lag import flow_lag
 from bench.brokers import dedicated, parse_bootstrap
-from bench.kafka import create_topics
+from bench.kafka import Counter, Expect, create_topics
 from bench.procstat import cpu_seconds
 
 
@@ -53,18 +53,6 @@ async def preload(bootstrap: str, topics: list[str], records: int, size: int, pa
                 await asyncio.gather(*futs)
     finally:
         await producer.stop()
-
-
-async def target_count(bootstrap: str, topic: str, parts: int) -> int:
-    c = AIOKafkaConsumer(bootstrap_servers=bootstrap)
-    await c.start()
-    try:
-        tps = [TopicPartition(topic, p) for p in range(parts)]
-        if topic not in await c.topics():
-            return 0
-        return sum((await c.end_offsets(tps)).values())
-    finally:
-        await c.stop()
 
 
 async def one_run(
@@ -98,22 +86,26 @@ async def one_run(
         stdout=log,
         stderr=asyncio.subprocess.STDOUT,
     )
+    arrived = Expect(clusters["NYC"], topic, args.records)
     try:
         first = None
         deadline = time.monotonic() + args.timeout
-        while time.monotonic() < deadline:
-            now = time.monotonic()
-            if first is None and await target_count(clusters["NYC"], topic, args.partitions) > 0:
-                first = now
-            if first is not None:
-                rows = await flow_lag(topology, topology.flows[0])
-                if rows and all(r.records == 0 for r in rows):
-                    done = time.monotonic()
-                    cpu = cpu_seconds(proc.pid)
-                    break
-            await asyncio.sleep(0.2)
-        else:
-            raise SystemExit(f"{delivery}: not caught up within {args.timeout}s (see {log.name})")
+        async with Counter([arrived]) as counter:
+            while time.monotonic() < deadline:
+                now = time.monotonic()
+                if first is None and (await counter.counts())[arrived] > 0:
+                    first = now
+                if first is not None:
+                    rows = await flow_lag(topology, topology.flows[0])
+                    if rows and all(r.records == 0 for r in rows):
+                        done = time.monotonic()
+                        cpu = cpu_seconds(proc.pid)
+                        break
+                await asyncio.sleep(0.2)
+            else:
+                raise SystemExit(
+                    f"{delivery}: not caught up within {args.timeout}s (see {log.name})"
+                )
     finally:
         proc.terminate()
         await asyncio.wait_for(proc.wait(), 60)
