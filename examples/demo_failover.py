@@ -54,14 +54,12 @@ async def read_group(bootstrap: str, group: str) -> list[tuple[bytes, bytes]]:
     current end; commits when done, like an application that processed them."""
     async with ClusterAdmin("demo", bootstrap_servers=bootstrap) as admin:
         partitions = (await admin.topics())[TOPIC].partitions
-    consumer = AIOKafkaConsumer(
+    async with AIOKafkaConsumer(
         bootstrap_servers=bootstrap,
         group_id=group,
         enable_auto_commit=False,
         auto_offset_reset="earliest",
-    )
-    await consumer.start()
-    try:
+    ) as consumer:
         tps = [TopicPartition(TOPIC, p) for p in range(partitions)]
         consumer.assign(tps)
         ends = await consumer.end_offsets(tps)
@@ -76,8 +74,6 @@ async def read_group(bootstrap: str, group: str) -> list[tuple[bytes, bytes]]:
             ]
         await consumer.commit()
         return seen
-    finally:
-        await consumer.stop()
 
 
 async def dc_goes_down(demo: Demo, config: Path) -> None:
