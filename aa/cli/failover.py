@@ -42,10 +42,13 @@ BASIS_LEGEND: tuple[tuple[str, str], ...] = (
 
 def register(sub: Any) -> None:
     p = sub.add_parser("failover", help="move a consumer group to another DC (dry-run by default)")
-    p.add_argument("--config", type=Path, required=True)
-    p.add_argument("--group", required=True)
-    p.add_argument("--to", dest="target", required=True, help="the DC the group moves to")
-    p.add_argument("--from", dest="source", help="the DC it ran in (when ambiguous)")
+    _move_arguments(
+        p,
+        to="the DC the group moves to",
+        source="the DC it ran in (when ambiguous)",
+        create_group="with --execute: allow a group the target DC does not know yet (no offsets, "
+        "no checkpoints); without it a mistyped name is refused",
+    )
     how = p.add_mutually_exclusive_group(required=True)
     how.add_argument(
         "--translate", action="store_true", help="use the checkpoints stored in the target DC"
@@ -54,34 +57,31 @@ def register(sub: Any) -> None:
         "--at", metavar="TIME", help="offsets for a time: ISO 8601, epoch ms, -2m, now-90s"
     )
     p.add_argument("--topic", action="append", default=[], help="topics for --at (repeatable)")
-    p.add_argument(
-        "--execute", action="store_true", help="commit the plan (the group must be idle)"
-    )
-    p.add_argument(
-        "--create-group",
-        action="store_true",
-        help="with --execute: allow a group the target DC does not know yet (no offsets, no "
-        "checkpoints); without it a mistyped name is refused",
-    )
     p.set_defaults(func=_failover)
 
     b = sub.add_parser("failback", help="move a group back to its old DC after a failover")
-    b.add_argument("--config", type=Path, required=True)
-    b.add_argument("--group", required=True)
-    b.add_argument("--to", dest="target", required=True, help="the old primary to return to")
-    b.add_argument("--from", dest="source", help="the DC the group runs in now")
-    b.add_argument(
-        "--execute", action="store_true", help="commit the plan (the group must be idle)"
+    _move_arguments(
+        b,
+        to="the old primary to return to",
+        source="the DC the group runs in now",
+        create_group="with --execute: allow a group the old DC does not know",
     )
     b.add_argument(
         "--force", action="store_true", help="execute even if the resync has not caught up"
     )
-    b.add_argument(
-        "--create-group",
-        action="store_true",
-        help="with --execute: allow a group the old DC does not know",
-    )
     b.set_defaults(func=_failback)
+
+
+def _move_arguments(p: Any, *, to: str, source: str, create_group: str) -> None:
+    """What failover and failback share: the group, where it goes, and the dry-run guard."""
+    p.add_argument("--config", type=Path, required=True)
+    p.add_argument("--group", required=True)
+    p.add_argument("--to", dest="target", required=True, help=to)
+    p.add_argument("--from", dest="source", help=source)
+    p.add_argument(
+        "--execute", action="store_true", help="commit the plan (the group must be idle)"
+    )
+    p.add_argument("--create-group", action="store_true", help=create_group)
 
 
 async def _failover_plan(
