@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
+from aa.cli.options import topology_command
 from aa.cli.progress import working
 from aa.cli.reach import known_dc, require_reachable
 from aa.config import Topology, client_kwargs, load_config
@@ -41,7 +41,9 @@ BASIS_LEGEND: tuple[tuple[str, str], ...] = (
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("failover", help="move a consumer group to another DC (dry-run by default)")
+    p = topology_command(
+        sub, "failover", "move a consumer group to another DC (dry-run by default)"
+    )
     _move_arguments(
         p,
         to="the DC the group moves to",
@@ -59,7 +61,7 @@ def register(sub: Any) -> None:
     p.add_argument("--topic", action="append", default=[], help="topics for --at (repeatable)")
     p.set_defaults(func=_failover)
 
-    b = sub.add_parser("failback", help="move a group back to its old DC after a failover")
+    b = topology_command(sub, "failback", "move a group back to its old DC after a failover")
     _move_arguments(
         b,
         to="the old primary to return to",
@@ -74,7 +76,6 @@ def register(sub: Any) -> None:
 
 def _move_arguments(p: Any, *, to: str, source: str, create_group: str) -> None:
     """What failover and failback share: the group, where it goes, and the dry-run guard."""
-    p.add_argument("--config", type=Path, required=True)
     p.add_argument("--group", required=True)
     p.add_argument("--to", dest="target", required=True, help=to)
     p.add_argument("--from", dest="source", help=source)

@@ -10,6 +10,7 @@ from typing import Any
 
 import orjson
 
+from aa.cli.options import topology_command
 from aa.cli.reach import require_reachable
 from aa.config import load_config
 from aa.errors import AaError
@@ -17,8 +18,7 @@ from aa.lag import PartitionLag, flow_lag
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("lag", help="replication lag per flow and partition (records, seconds)")
-    p.add_argument("--config", type=Path, required=True)
+    p = topology_command(sub, "lag", "replication lag per flow and partition (records, seconds)")
     p.add_argument("--flow", help="only this flow, e.g. SF->NYC")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=_lag)

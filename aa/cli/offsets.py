@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
-from pathlib import Path
 from typing import Any
 
 import orjson
 
+from aa.cli.options import topology_command
 from aa.cli.reach import known_dc, require_reachable
 from aa.config import load_config
 from aa.failover.plan import render
@@ -20,8 +20,7 @@ from aa.offsets.live import translate_group
 def register(sub: Any) -> None:
     p = sub.add_parser("offsets", help="offset syncs and translation")
     inner = p.add_subparsers(dest="offsets_command", metavar="SUBCOMMAND", required=True)
-    t = inner.add_parser("translate", help="translate a group's committed offsets between DCs")
-    t.add_argument("--config", type=Path, required=True)
+    t = topology_command(inner, "translate", "translate a group's committed offsets between DCs")
     t.add_argument("--group", required=True)
     t.add_argument("--from", dest="source", required=True, help="the DC the group ran in")
     t.add_argument("--to", dest="target", required=True, help="the DC to translate into")

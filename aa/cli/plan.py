@@ -8,6 +8,7 @@ import asyncio
 from typing import Any
 
 from aa.admin import ClusterAdmin
+from aa.cli.options import topology_command
 from aa.cli.reach import CONNECT_TIMEOUT_S, ClusterUnreachableError, require_reachable, short_cause
 from aa.config import Topology, client_kwargs, load_config
 from aa.errors import AaError
@@ -16,12 +17,9 @@ from aa.policy.plan import TopicListing, build_plan, render
 
 
 def register(subparsers: Any) -> None:
-    p = subparsers.add_parser(
-        "plan",
-        help="print the flows and the topics each will copy",
-        description=__doc__,
+    p = topology_command(
+        subparsers, "plan", "print the flows and the topics each will copy", __doc__
     )
-    p.add_argument("--config", required=True, help="topology file (.yaml/.yml or MM2 .properties)")
     p.add_argument("--dc", default=None, help="only the flows into this DC (what `aa run` runs)")
     p.add_argument(
         "--offline",

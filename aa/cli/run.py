@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import signal
-from pathlib import Path
 from typing import Any
 
 from aa.background import LAG_READ_SLACK_S, BackgroundTask, background_tasks
 from aa.cli.catchup import CatchUp, catch_up_task
+from aa.cli.options import topology_command
 from aa.config import load_config
 from aa.config.client import preflight
 from aa.errors import AaError
@@ -21,8 +21,7 @@ from aa.observe.metrics import Metrics
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("run", help="run mirror flows: every inbound flow of a DC, or one flow")
-    p.add_argument("--config", type=Path, required=True, help="topology YAML or MM2 properties")
+    p = topology_command(sub, "run", "run mirror flows: every inbound flow of a DC, or one flow")
     who = p.add_mutually_exclusive_group(required=True)
     who.add_argument("--dc", help="run every flow into this DC (run it in that DC)")
     who.add_argument("--flow", help="run one flow, e.g. SF->NYC")

@@ -11,7 +11,6 @@ import argparse
 import asyncio
 import time
 import urllib.request
-from pathlib import Path
 from typing import Any
 
 import orjson
@@ -20,6 +19,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from aa.cli.options import topology_command
 from aa.cli.reach import known_dc, probe, short_cause
 from aa.cli.status_model import DcStatus, ProcessSnapshot, build, flow_metrics, problems
 from aa.config import Topology, client_kwargs, load_config
@@ -37,12 +37,9 @@ STALE_MIN_S = 10.0
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser(
-        "status",
-        help="per DC: flows, lag, latency, heartbeats, restarts, errors",
-        description=__doc__,
+    p = topology_command(
+        sub, "status", "per DC: flows, lag, latency, heartbeats, restarts, errors", __doc__
     )
-    p.add_argument("--config", type=Path, required=True)
     p.add_argument(
         "--metrics",
         action="append",
