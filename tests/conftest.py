@@ -100,11 +100,21 @@ class DcCluster:
     """The broker's log directory (local backend only): tests that damage a segment use it."""
 
 
+AUTHORIZER = (
+    ("authorizer.class.name", "org.apache.kafka.metadata.authorizer.StandardAuthorizer"),
+    ("allow.everyone.if.no.acl.found", "true"),
+)
+"""Brokers check ACLs, and a resource with none is open to all: tests deny what they test
+(:mod:`tests.helpers.acls`) and nothing else changes."""
+
+
 def start_local_clusters(names: tuple[str, ...], root: Path) -> list[devcluster.DevCluster]:
     """Start one broker per name on free ports under ``root`` with the product launcher."""
     ports = devcluster.free_ports(2 * len(names))
     specs = [
-        devcluster.DevCluster(name, ports[2 * i], ports[2 * i + 1], root / name)
+        devcluster.DevCluster(
+            name, ports[2 * i], ports[2 * i + 1], root / name, extra_properties=AUTHORIZER
+        )
         for i, name in enumerate(names)
     ]
     # `up` runs its own event loop; from inside an async test, give it a thread of its own.

@@ -28,7 +28,7 @@ from aiokafka import TopicPartition
 from aiokafka.errors import InvalidProducerEpoch, KafkaError, ProducerFenced, UnknownError
 
 from aa.mirror.delivery import FlowClients
-from aa.mirror.errors import FlowError
+from aa.mirror.errors import FlowError, not_authorized
 from aa.mirror.incarnations import Incarnations
 from aa.mirror.pending import Batch
 from aa.mirror.positions import OFFSETS_TOPIC_CONFIGS, offset_key, stored_offsets
@@ -270,6 +270,8 @@ class ExactlyOnce:
     def _refused(self, what: str, exc: BaseException) -> FlowError:
         if is_fenced(exc):
             return self.fenced(exc)
+        if (denied := not_authorized(exc, self._settings, "target")) is not None:
+            return denied
         retriable = bool(getattr(exc, "retriable", False))
         return FlowError(
             f"{self._settings.name}: {self._settings.target} refused {what} ({exc!r}); the "
@@ -296,6 +298,8 @@ class ExactlyOnce:
         except KafkaError as exc:
             if is_fenced(exc):
                 raise self.fenced(exc) from exc
+            if (denied := not_authorized(exc, self._settings, "target")) is not None:
+                raise denied from exc
             raise FlowError(
                 f"{self._settings.name}: transaction on {self._settings.target} failed: {exc!r}",
                 kind="transaction",

@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
-from aiokafka.errors import CorruptRecordException, KafkaError
+from aiokafka.errors import (
+    ClusterAuthorizationFailedError,
+    CorruptRecordException,
+    GroupAuthorizationFailedError,
+    KafkaError,
+    TopicAuthorizationFailedError,
+    TransactionalIdAuthorizationFailed,
+)
 
 from aa.errors import AaError
+
+if TYPE_CHECKING:
+    from aa.mirror.settings import FlowSettings
 
 
 class FlowError(AaError):
@@ -26,6 +36,55 @@ class FlowError(AaError):
 
 def _rebuild(cls: type[FlowError], message: str, kind: str, retriable: bool) -> FlowError:
     return cls(message, kind=kind, retriable=retriable)
+
+
+_ACL = {
+    # error: (what the flow was refused, kafka-acls resource option, operation to grant)
+    GroupAuthorizationFailedError: ("use consumer group", "--group", "Read"),
+    TransactionalIdAuthorizationFailed: ("use transactional id", "--transactional-id", "Write"),
+    ClusterAuthorizationFailedError: ("act on the cluster", "--cluster", "IdempotentWrite"),
+}
+_TOPIC = {
+    "source": ("read topic", "--topic", "Read"),
+    "target": ("write topic", "--topic", "Write"),
+}
+
+
+def not_authorized(
+    exc: BaseException | None, s: FlowSettings, side: Literal["source", "target"] | None = None
+) -> FlowError | None:
+    """The flow's principal refused by an ACL: ``exc`` or an error it was raised from, raised
+    by a client of the flow's ``side`` (``None``: as a client raised it, not wrapped: a topic or
+    group refused to the consumer, a transactional id or idempotence to the producer). No
+    restart gets past an ACL, so the flow stops for good, with what to grant; ``None`` for any
+    other error."""
+    while exc is not None:
+        if isinstance(exc, TopicAuthorizationFailedError):
+            side = side or "source"
+            doing, option, operation = _TOPIC[side]
+            break
+        if type(exc) in _ACL:
+            consumer = isinstance(exc, GroupAuthorizationFailedError)
+            side = side or ("source" if consumer else "target")
+            doing, option, operation = _ACL[type(exc)]
+            break
+        exc = exc.__cause__
+    else:
+        return None
+    dc, client = (s.source, s.source_client) if side == "source" else (s.target, s.target_client)
+    if option != "--cluster":
+        name = str(exc.args[0]) if exc.args else "?"
+        doing, option = f"{doing} {name}", f"{option} {name}"
+    user = client.get("sasl_plain_username")
+    principal = f"User:{user}" if user else f"<the principal aa connects to {dc} as>"
+    return FlowError(
+        f"{s.name}: {dc} does not allow this flow to {doing} ({exc!r}); no restart gets past an "
+        "ACL, so the flow stops. Grant it, e.g. kafka-acls.sh --bootstrap-server "
+        f"{client.get('bootstrap_servers')} --add --allow-principal {principal} --operation "
+        f"{operation} {option}, then restart aa",
+        kind="not-authorized",
+        retriable=False,
+    )
 
 
 def aiokafka_part(client: Any, path: str, needs: str) -> Any:

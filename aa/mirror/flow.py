@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka.errors import KafkaError
 
 from aa.admin import ClusterAdmin
 from aa.lifecycle import started
@@ -28,6 +29,7 @@ from aa.mirror.context import StageContext
 from aa.mirror.delivery import AtLeastOnce, Delivery, FlowClients
 from aa.mirror.eos import ExactlyOnce
 from aa.mirror.errors import FlowError as FlowError  # re-exported: callers import it here
+from aa.mirror.errors import not_authorized
 from aa.mirror.expiry import ExpiryCheck
 from aa.mirror.fetch import Fetcher, RevokeListener
 from aa.mirror.memory import MIN_PARTITION_FETCH, MemoryBudget, PartitionShare
@@ -98,6 +100,16 @@ class MirrorFlow:
         return Target(ctx)
 
     async def run(self, stop: asyncio.Event) -> None:
+        """Copy until ``stop``; raises what stopped the flow (:class:`FlowError` when aa can say
+        what happened)."""
+        try:
+            await self._run(stop)
+        except KafkaError as exc:  # as a client raised it: an ACL's refusal is said as such
+            if (denied := not_authorized(exc, self.settings)) is None:
+                raise
+            raise denied from exc
+
+    async def _run(self, stop: asyncio.Event) -> None:
         s = self.settings
         async with contextlib.AsyncExitStack() as stack:
             source_admin = await stack.enter_async_context(

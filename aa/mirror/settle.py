@@ -12,7 +12,7 @@ from aiokafka import TopicPartition
 from aiokafka.errors import KafkaError, KafkaTimeoutError
 
 from aa.mirror.context import StageContext
-from aa.mirror.errors import FlowError
+from aa.mirror.errors import FlowError, not_authorized
 from aa.mirror.limits import target_limits
 from aa.mirror.pending import Pending
 from aa.mirror.refusals import BROKER_REFUSALS
@@ -77,6 +77,8 @@ class Settler:
         if meta.partition != tp.partition or target != self.ctx.router.target_topic(tp.topic):
             return
         if syncs.failed:
+            if (denied := not_authorized(syncs.last_error, s, "target")) is not None:
+                raise denied
             raise FlowError(
                 f"{s.name}: writing offset syncs to {syncs.topic} in "
                 f"{s.target} failed: {syncs.last_error!r}",
@@ -126,7 +128,7 @@ class Settler:
         """The target refused a batch holding ``record`` of ``tp`` (``alone``: the only one)."""
         s = self.ctx.settings
         where = f"{tp.topic}/{tp.partition}@{record.offset}"
-        own = self.ctx.delivery.refusal(exc)
+        own = self.ctx.delivery.refusal(exc) or not_authorized(exc, s, "target")
         if own is not None:
             raise own from exc
         kind = BROKER_REFUSALS.get(type(exc))

@@ -243,7 +243,10 @@ class OffsetSyncWriter:
         if not fut.cancelled() and fut.exception() is not None:
             self.failed += 1  # the flow checks this when it settles (a lost sync is an error)
             self.last_error = fut.exception()
-            _log.error("offset_sync_write_failed", topic=self.topic, error=repr(self.last_error))
+            if self.failed == 1:  # once: a refused request fails each of its syncs
+                _log.error(
+                    "offset_sync_write_failed", topic=self.topic, error=repr(self.last_error)
+                )
 
 
 def _each(records: Iterable[Any]) -> Iterator[tuple[int, int]]:

@@ -7,8 +7,14 @@ import copy
 import pickle
 
 import pytest
+from aiokafka.errors import (
+    GroupAuthorizationFailedError,
+    KafkaConnectionError,
+    TopicAuthorizationFailedError,
+)
 
-from aa.mirror.errors import FlowError
+from aa.mirror.errors import FlowError, not_authorized
+from aa.mirror.settings import FlowSettings
 
 pytestmark = pytest.mark.unit
 
@@ -20,3 +26,28 @@ def test_flow_error_abandoning_pending_sends_can_be_copied() -> None:
     error = FlowError("SF->NYC: the flow stopped", kind="stopped", retriable=True)
     for twin in (copy.copy(error), pickle.loads(pickle.dumps(error))):
         assert (str(twin), twin.kind, twin.retriable) == (str(error), "stopped", True)
+
+
+def test_acl_refusal_names_the_sasl_principal_the_dc_and_the_grant() -> None:
+    settings = FlowSettings(
+        "SF",
+        "NYC",
+        {"bootstrap_servers": "sf:9092"},
+        {"bootstrap_servers": "nyc:9092", "sasl_plain_username": "aa-mirror"},
+        "aa.mirror.SF.NYC",
+    )
+    wrapped = FlowError("producing failed", kind="x", retriable=True)
+    wrapped.__cause__ = TopicAuthorizationFailedError("users")
+    error = not_authorized(wrapped, settings, "target")
+    assert error is not None
+    assert (error.kind, error.retriable) == ("not-authorized", False)
+    assert str(error).startswith("SF->NYC: NYC does not allow this flow to write topic users")
+    assert (
+        "kafka-acls.sh --bootstrap-server nyc:9092 --add --allow-principal User:aa-mirror "
+        "--operation Write --topic users, then restart aa"
+    ) in str(error)
+    # raised by the consumer as it is: the source's topic or group
+    group = not_authorized(GroupAuthorizationFailedError("aa.mirror.SF.NYC"), settings)
+    assert "SF does not allow this flow to use consumer group" in str(group)
+    assert "<the principal aa connects to SF as>" in str(group)
+    assert not_authorized(KafkaConnectionError("down"), settings) is None

@@ -1,0 +1,145 @@
+"""A flow whose principal an ACL refuses (a topic it may not write or read, a group it may not
+use, a transactional id it may not hold): no restart gets past an ACL, so the flow stops at
+once with one message that names the DC, the resource, the operation and the fix, and commits
+nothing it did not copy. Once the ACL allows it, a new start copies everything, once."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from tests.conftest import DcCluster
+from tests.helpers import acls
+from tests.helpers.kafka import Rec, consume_all, create_topic, eventually, produce
+from tests.helpers.mirror import (
+    OriginOnlyRouter,
+    committed,
+    eos_flow,
+    exact,
+    running_flow,
+    sf_to_nyc,
+    supervised,
+)
+
+pytestmark = pytest.mark.integration
+
+Names = Callable[[str], str]
+N = 20
+
+
+@pytest.fixture
+async def authorizing(dc_clusters: dict[str, DcCluster]) -> dict[str, DcCluster]:
+    for dc in ("SF", "NYC"):
+        if not await acls.has_authorizer(dc_clusters[dc].bootstrap):
+            pytest.skip(f"{dc}'s brokers check no ACLs (the local backend's do)")
+    return dc_clusters
+
+
+async def _stops_once(settings: Any, router: Any, meanwhile: Any = None) -> str:
+    """Run the flow under a supervisor until it stops (``meanwhile`` awaited once it runs);
+    its one message."""
+    async with supervised(settings, router) as sup:
+        state = sup.states[settings.name]
+        if meanwhile is not None:
+            await meanwhile
+        await eventually(
+            lambda: state.state == "failed" or state.restarts >= 2,
+            timeout=60,
+            message="the flow stops",
+        )
+    assert (state.state, state.restarts) == ("failed", 0), state.last_error
+    return state.last_error or ""
+
+
+async def _written(clusters: dict[str, DcCluster], unique_name: Names, hint: str) -> str:
+    sf, nyc = clusters["SF"].bootstrap, clusters["NYC"].bootstrap
+    topic = await create_topic(sf, unique_name(hint))
+    await create_topic(nyc, topic)
+    await produce(sf, topic, [Rec(f"k{i}".encode(), f"v{i}".encode()) for i in range(N)])
+    return topic
+
+
+async def _copies_once_allowed(settings: Any, router: Any, nyc: str, topic: str) -> None:
+    async with running_flow(settings, router):
+        copied = await consume_all(nyc, topic, count=N, timeout=60, settle=1.0)
+    assert sorted(r.value for r in copied) == sorted(f"v{i}".encode() for i in range(N))
+
+
+async def test_target_topic_the_mirror_may_not_write_stops_the_flow_once_and_commits_nothing(
+    authorizing: dict[str, DcCluster], unique_name: Names
+) -> None:
+    sf, nyc = authorizing["SF"].bootstrap, authorizing["NYC"].bootstrap
+    topic = await _written(authorizing, unique_name, "acl-write")
+    await acls.deny(nyc, "topic", topic, "write")
+    group = unique_name("g")
+    settings = sf_to_nyc(sf, nyc, group, linger_ms=0)
+    router = OriginOnlyRouter("SF", "NYC", exact(topic))
+    error = await _stops_once(settings, router)
+    assert f"NYC does not allow this flow to write topic {topic}" in error, error
+    assert f"--operation Write --topic {topic}, then restart aa" in error, error
+    assert await committed(sf, group, topic, 1) == {0: None}
+    await acls.allow(nyc, "topic", topic, "write")
+    await _copies_once_allowed(settings, router, nyc, topic)
+
+
+async def test_source_topic_the_mirror_may_not_read_stops_the_flow_once(
+    authorizing: dict[str, DcCluster], unique_name: Names
+) -> None:
+    sf, nyc = authorizing["SF"].bootstrap, authorizing["NYC"].bootstrap
+    topic = await _written(authorizing, unique_name, "acl-read")
+    await acls.deny(sf, "topic", topic, "read")
+    settings = sf_to_nyc(sf, nyc, unique_name("g"), linger_ms=0)
+    router = OriginOnlyRouter("SF", "NYC", exact(topic))
+    error = await _stops_once(settings, router)
+    assert f"SF does not allow this flow to read topic {topic}" in error, error
+    await acls.allow(sf, "topic", topic, "read")
+    await _copies_once_allowed(settings, router, nyc, topic)
+
+
+async def test_consumer_group_the_mirror_may_not_use_stops_the_flow_once(
+    authorizing: dict[str, DcCluster], unique_name: Names
+) -> None:
+    sf, nyc = authorizing["SF"].bootstrap, authorizing["NYC"].bootstrap
+    topic = await _written(authorizing, unique_name, "acl-group")
+    group = unique_name("g")
+    await acls.deny(sf, "group", group, "read")
+    settings = sf_to_nyc(sf, nyc, group, linger_ms=0)
+    error = await _stops_once(settings, OriginOnlyRouter("SF", "NYC", exact(topic)))
+    assert f"SF does not allow this flow to use consumer group {group}" in error, error
+    assert await committed(sf, group, topic, 1) == {0: None}
+
+
+async def test_exactly_once_transactional_id_the_mirror_may_not_hold_stops_the_flow_once(
+    authorizing: dict[str, DcCluster], unique_name: Names
+) -> None:
+    flow = await eos_flow(authorizing, unique_name, "acl-txn", partitions=1)
+    await produce(flow.sf, flow.topic, [Rec(b"k", b"v")])
+    txn = flow.settings.transactional_id
+    await acls.deny(flow.nyc, "transactional_id", txn, "write")
+    error = await _stops_once(flow.settings, flow.router)
+    target = flow.settings.target
+    assert f"{target} does not allow this flow to use transactional id {txn}" in error, error
+    assert not await consume_all(flow.nyc, flow.topic, count=0, timeout=2, settle=1.0)
+
+
+async def test_offset_sync_topic_the_mirror_may_not_write_stops_the_flow_once(
+    authorizing: dict[str, DcCluster], unique_name: Names
+) -> None:
+    sf, nyc = authorizing["SF"].bootstrap, authorizing["NYC"].bootstrap
+    topic = await _written(authorizing, unique_name, "acl-syncs")
+    syncs = unique_name("syncs")
+    await create_topic(nyc, syncs)
+    await acls.deny(nyc, "topic", syncs, "write")
+    settings = sf_to_nyc(sf, nyc, unique_name("g"), linger_ms=0, offset_sync_topic=syncs)
+
+    async def copied_then_more() -> None:
+        # the syncs of a batch are written once it is copied, and their failure is seen when
+        # the flow settles its next batch (a lost sync makes translation lag, never lead)
+        await consume_all(nyc, topic, count=N, timeout=60)
+        await produce(sf, topic, [Rec(b"k", b"more")])
+
+    router = OriginOnlyRouter("SF", "NYC", exact(topic))
+    error = await _stops_once(settings, router, copied_then_more())
+    assert f"NYC does not allow this flow to write topic {syncs}" in error, error
