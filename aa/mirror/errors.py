@@ -50,6 +50,13 @@ _TOPIC = {
 }
 
 
+def refused_by_acl(exc: BaseException | None) -> BaseException | None:
+    """The authorization error ``exc`` is, or was raised from; ``None`` when neither."""
+    while exc is not None and not isinstance(exc, (TopicAuthorizationFailedError, *_ACL)):
+        exc = exc.__cause__
+    return exc
+
+
 def not_authorized(
     exc: BaseException | None, s: FlowSettings, side: Literal["source", "target"] | None = None
 ) -> FlowError | None:
@@ -58,19 +65,16 @@ def not_authorized(
     group refused to the consumer, a transactional id or idempotence to the producer). No
     restart gets past an ACL, so the flow stops for good, with what to grant; ``None`` for any
     other error."""
-    while exc is not None:
-        if isinstance(exc, TopicAuthorizationFailedError):
-            side = side or "source"
-            doing, option, operation = _TOPIC[side]
-            break
-        if type(exc) in _ACL:
-            consumer = isinstance(exc, GroupAuthorizationFailedError)
-            side = side or ("source" if consumer else "target")
-            doing, option, operation = _ACL[type(exc)]
-            break
-        exc = exc.__cause__
-    else:
+    exc = refused_by_acl(exc)
+    if exc is None:
         return None
+    if isinstance(exc, TopicAuthorizationFailedError):
+        side = side or "source"
+        doing, option, operation = _TOPIC[side]
+    else:
+        consumer = isinstance(exc, GroupAuthorizationFailedError)
+        side = side or ("source" if consumer else "target")
+        doing, option, operation = _ACL[type(exc)]
     dc, client = (s.source, s.source_client) if side == "source" else (s.target, s.target_client)
     if option != "--cluster":
         name = str(exc.args[0]) if exc.args else "?"

@@ -30,7 +30,7 @@ from typing import Any
 
 from aa.admin import metadata_failure
 from aa.logs import get_logger
-from aa.mirror.errors import is_crash
+from aa.mirror.errors import is_crash, refused_by_acl
 from aa.mirror.flow import FlowError, MirrorFlow
 from aa.mirror.settings import FlowSettings
 from aa.mirror.types import Router
@@ -295,6 +295,11 @@ class Supervisor:
                 log.error("background_task_failed", task=name, error=state.last_error)
             self.metrics.background_failures.labels(task=name).inc()
             parked = streak.failed(state, failure)
+            if (denied := refused_by_acl(failure)) is not None:
+                parked = (
+                    f"{name}: an ACL refused it ({denied!r}); no restart gets past an ACL, so it "
+                    "is not restarted: grant what docs/operations.md (ACLs) lists, then restart aa"
+                )
             if parked is not None:
                 state.state, state.last_error = "failed", parked
                 log.error("background_task_stopped_restarting", task=name, error=parked)

@@ -9,7 +9,7 @@ import logging
 
 import orjson
 import pytest
-from aiokafka.errors import KafkaConnectionError
+from aiokafka.errors import KafkaConnectionError, TopicAuthorizationFailedError
 from structlog.testing import capture_logs
 
 from aa.background import BackgroundTask, LagExportError
@@ -295,3 +295,33 @@ async def test_lag_export_stamps_each_flow_it_read_and_not_the_one_whose_source_
     page = metrics.render().decode()
     assert 'aa_committed_lag_read_timestamp_seconds{source="SF",target="NYC"}' in page
     assert 'source="LON"' not in page
+
+
+def _state(sup: Supervisor, task: str) -> str | None:
+    state = sup.task_states.get(task)
+    return state.state if state is not None else None
+
+
+async def test_background_task_refused_by_an_acl_stops_once_instead_of_restarting() -> None:
+    """Heartbeats denied their topic were rewritten every backoff (up to 60 s) forever; no
+    restart gets past an ACL, so the task is parked with one line saying what to grant."""
+    calls = 0
+
+    async def heartbeats(stop: asyncio.Event) -> None:
+        nonlocal calls
+        calls += 1
+        raise TopicAuthorizationFailedError("heartbeats")
+
+    sup = Supervisor([], Metrics(), backoff=Backoff(initial_s=0.01, max_s=0.01))
+    sup.extra_tasks.append(BackgroundTask("heartbeat-write:SF", heartbeats))
+    with capture_logs() as logs:
+        runner = asyncio.create_task(sup.run(install_signals=False))
+        await _until(lambda: calls > 3 or _state(sup, "heartbeat-write:SF") == "failed")
+        sup.stop()
+        await asyncio.wait_for(runner, 30)
+    state = sup.task_states["heartbeat-write:SF"]
+    assert (state.state, state.restarts, calls) == ("failed", 0, 1)
+    assert "an ACL refused it" in (state.last_error or "")
+    assert "TopicAuthorizationFailedError('heartbeats')" in (state.last_error or "")
+    [stopped] = [e for e in logs if e["event"] == "background_task_stopped_restarting"]
+    assert stopped["error"] == state.last_error
