@@ -33,12 +33,13 @@ demo: fetch
 # Two sessions run alongside the 4.x suite, each with its own brokers, temp dir and log (printed
 # after the 4.x run; `make test` fails if any fails): the 3.9 subset followed by LATE_TESTS, and
 # SIDE_TESTS, the longest 4.x tests that mostly wait (a broker restart, outages, Spark starting)
-# and the reconcile jobs. On 2 cores the 4.x session kept the CPU busy 68% of its time, so the
-# waits overlap instead of adding up. The 3.9 subset ends first (~280 s of ~1,000), so the fault
-# drills (~300 s, mostly waiting for kills and restarts) follow it on their own 4.x brokers.
+# and the reconcile jobs (with the Spark unit tests: one Spark session serves both). On 2 cores
+# the 4.x session kept the CPU busy 68% of its time, so the waits overlap instead of adding up.
+# The 3.9 subset ends first (~280 s of ~1,000), so the fault drills and the SASL/TLS clusters'
+# test (~330 s, mostly waiting for kills, restarts and brokers) follow it on their own brokers.
 SIDE_TESTS ?= tests/integration/examples tests/integration/aa/test_drill_convergence.py \
-	tests/integration/spark_reconcile
-LATE_TESTS ?= tests/integration/aa/test_drills.py
+	tests/integration/spark_reconcile tests/unit/spark_reconcile
+LATE_TESTS ?= tests/integration/aa/test_drills.py tests/integration/aa/test_security.py
 test: fetch
 	@side_tmp=$$(mktemp -d); \
 	( AA_KAFKA_VERSION=$(COMPAT_KAFKA) $(BIN)/python -m pytest -m kafka39 -p no:cacheprovider \
