@@ -21,11 +21,21 @@ from aa.topic_ids import topic_ids
 
 TOPIC_ALREADY_EXISTS = 36
 UNKNOWN_TOPIC_OR_PARTITION = 3
+TOPIC_AUTHORIZATION_FAILED = 29
 DYNAMIC_TOPIC_CONFIG = 1  # DescribeConfigs config_source: set on the topic itself
 
 
 class AdminError(AaError):
     """A cluster refused an admin request; the message names the cluster, topic and reason."""
+
+
+class AdminNotAuthorized(AdminError):
+    """An ACL of ``dc`` refused an admin request: ``doing`` (what was refused), ``operation``
+    and ``resource`` (``--topic NAME``) say what to grant, as ``kafka-acls.sh`` spells them."""
+
+    def __init__(self, dc: str, doing: str, operation: str, resource: str) -> None:
+        super().__init__(f"{dc} does not allow this client to {doing}")
+        self.dc, self.doing, self.operation, self.resource = dc, doing, operation, resource
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +117,8 @@ class ClusterAdmin(AsyncResource):
             ) from exc
 
     async def topic_configs(self, topics: Iterable[str]) -> dict[str, dict[str, str]]:
-        """The configs set on each topic itself (not broker defaults)."""
+        """The configs set on each topic itself (not broker defaults); a topic that does not
+        exist (any more) is left out, which is not the same as a topic with none set."""
         names = list(topics)
         if not names:
             return {}
@@ -115,8 +126,19 @@ class ClusterAdmin(AsyncResource):
         out: dict[str, dict[str, str]] = {}
         for resp in await self._client.describe_configs(resources):
             for res in resp.to_object()["resources"]:
-                if res["error_code"] != 0:
+                code, name = res["error_code"], res["resource_name"]
+                if code == UNKNOWN_TOPIC_OR_PARTITION:
                     continue  # the topic vanished meanwhile; the next sync sees it
+                if code == TOPIC_AUTHORIZATION_FAILED:
+                    raise AdminNotAuthorized(
+                        self.dc, f"read the configs of topic {name}", "DescribeConfigs",
+                        f"--topic {name}",
+                    )  # fmt: skip
+                if code != 0:  # not "no configs": callers would set the other side's to none
+                    raise AdminError(
+                        f"{self.dc}: reading the configs of {name} failed (error {code}): "
+                        f"{res['error_message']}"
+                    )
                 out[res["resource_name"]] = {
                     e["config_names"]: e["config_value"]
                     for e in res["config_entries"]

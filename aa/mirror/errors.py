@@ -13,6 +13,7 @@ from aiokafka.errors import (
     TransactionalIdAuthorizationFailed,
 )
 
+from aa.admin import AdminNotAuthorized
 from aa.errors import AaError
 
 if TYPE_CHECKING:
@@ -52,22 +53,17 @@ _TOPIC = {
 
 def refused_by_acl(exc: BaseException | None) -> BaseException | None:
     """The authorization error ``exc`` is, or was raised from; ``None`` when neither."""
-    while exc is not None and not isinstance(exc, (TopicAuthorizationFailedError, *_ACL)):
+    while exc is not None and not isinstance(
+        exc, (TopicAuthorizationFailedError, AdminNotAuthorized, *_ACL)
+    ):
         exc = exc.__cause__
     return exc
 
 
-def not_authorized(
-    exc: BaseException | None, s: FlowSettings, side: Literal["source", "target"] | None = None
-) -> FlowError | None:
-    """The flow's principal refused by an ACL: ``exc`` or an error it was raised from, raised
-    by a client of the flow's ``side`` (``None``: as a client raised it, not wrapped: a topic or
-    group refused to the consumer, a transactional id or idempotence to the producer). No
-    restart gets past an ACL, so the flow stops for good, with what to grant; ``None`` for any
-    other error."""
-    exc = refused_by_acl(exc)
-    if exc is None:
-        return None
+def _refused(exc: BaseException, s: FlowSettings, side: str | None) -> tuple[str, str, str, str]:
+    """(DC, what was refused, operation, resource) of an authorization error."""
+    if isinstance(exc, AdminNotAuthorized):
+        return exc.dc, exc.doing, exc.operation, exc.resource
     if isinstance(exc, TopicAuthorizationFailedError):
         side = side or "source"
         doing, option, operation = _TOPIC[side]
@@ -75,17 +71,32 @@ def not_authorized(
         consumer = isinstance(exc, GroupAuthorizationFailedError)
         side = side or ("source" if consumer else "target")
         doing, option, operation = _ACL[type(exc)]
-    dc, client = (s.source, s.source_client) if side == "source" else (s.target, s.target_client)
     if option != "--cluster":
         name = str(exc.args[0]) if exc.args else "?"
         doing, option = f"{doing} {name}", f"{option} {name}"
+    return (s.source if side == "source" else s.target), doing, operation, option
+
+
+def not_authorized(
+    exc: BaseException | None, s: FlowSettings, side: Literal["source", "target"] | None = None
+) -> FlowError | None:
+    """The flow's principal refused by an ACL: ``exc`` or an error it was raised from, raised
+    by a client of the flow's ``side`` (``None``: as a client raised it, not wrapped: a topic or
+    group refused to the consumer, a transactional id or idempotence to the producer; an admin
+    request's refusal names its DC). No restart gets past an ACL, so the flow stops for good,
+    with what to grant; ``None`` for any other error."""
+    exc = refused_by_acl(exc)
+    if exc is None:
+        return None
+    dc, doing, operation, resource = _refused(exc, s, side)
+    client = s.source_client if dc == s.source else s.target_client
     user = client.get("sasl_plain_username")
     principal = f"User:{user}" if user else f"<the principal aa connects to {dc} as>"
     return FlowError(
         f"{s.name}: {dc} does not allow this flow to {doing} ({exc!r}); no restart gets past an "
         "ACL, so the flow stops. Grant it, e.g. kafka-acls.sh --bootstrap-server "
         f"{client.get('bootstrap_servers')} --add --allow-principal {principal} --operation "
-        f"{operation} {option}, then restart aa",
+        f"{operation} {resource}, then restart aa",
         kind="not-authorized",
         retriable=False,
     )

@@ -20,7 +20,7 @@ import contextlib
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.errors import KafkaError
 
-from aa.admin import ClusterAdmin
+from aa.admin import AdminNotAuthorized, ClusterAdmin
 from aa.lifecycle import started
 from aa.logs import get_logger
 from aa.mirror import batches, restamp
@@ -104,7 +104,7 @@ class MirrorFlow:
         what happened)."""
         try:
             await self._run(stop)
-        except KafkaError as exc:  # as a client raised it: an ACL's refusal is said as such
+        except (KafkaError, AdminNotAuthorized) as exc:  # as raised: an ACL's refusal is said
             if (denied := not_authorized(exc, self.settings)) is None:
                 raise
             raise denied from exc

@@ -84,10 +84,10 @@ class TopicSync:
         routed = self.routed(source_topics)
         target_topics = await self._target.topics()
         src_cfg = await self._source.topic_configs(routed)
-        missing = [
-            (tgt, info.partitions, replicated_configs(src_cfg.get(src, {}), self._exclude))
+        missing = [  # a source deleted since it was listed has no configs to copy: left out
+            (tgt, info.partitions, replicated_configs(src_cfg[src], self._exclude))
             for src, (tgt, info) in routed.items()
-            if tgt not in target_topics
+            if tgt not in target_topics and src in src_cfg
         ]
         if self._dead_letter and self._dead_letter not in target_topics:
             missing.append((self._dead_letter, 1, {}))
@@ -124,18 +124,24 @@ class TopicSync:
         src_cfg: Mapping[str, Mapping[str, str]],
         exclude_new: set[str],
     ) -> list[str]:
-        targets = {tgt: src for src, (tgt, _) in routed.items() if tgt not in exclude_new}
         tgt_cfg = await self._target.topic_configs(
             routed_targets := [t for t, _ in routed.values()]
         )
+        # only topics whose configs were read on both sides: one deleted meanwhile has none to
+        # copy, and a copy must never be set to "no configs" for want of reading the source's
+        targets = {
+            tgt: src
+            for src, (tgt, _) in routed.items()
+            if tgt not in exclude_new and src in src_cfg and tgt in tgt_cfg
+        }
         for tgt in routed_targets:
             limit = tgt_cfg.get(tgt, {}).get("max.message.bytes")
             if limit is not None:
                 self.max_message_bytes[tgt] = int(limit)
         changed = []
         for tgt, src in targets.items():
-            want = replicated_configs(src_cfg.get(src, {}), self._exclude)
-            have = tgt_cfg.get(tgt, {})
+            want = replicated_configs(src_cfg[src], self._exclude)
+            have = tgt_cfg[tgt]
             if replicated_configs(have, self._exclude) != want and self.owned:
                 diff = sorted(
                     k

@@ -25,10 +25,10 @@ from aiokafka.protocol.types import (
 )
 
 Resource = Literal["topic", "group", "transactional_id"]
-Operation = Literal["read", "write", "create", "describe"]
+Operation = Literal["read", "write", "create", "describe", "describe_configs"]
 
 RESOURCE_TYPES = {"topic": 2, "group": 3, "transactional_id": 5}
-OPERATIONS = {"all": 2, "read": 3, "write": 4, "create": 5, "describe": 8}
+OPERATIONS = {"all": 2, "read": 3, "write": 4, "create": 5, "describe": 8, "describe_configs": 10}
 LITERAL, DENY, ALLOW = 3, 2, 3
 PRINCIPAL = "User:ANONYMOUS"
 SECURITY_DISABLED = 54

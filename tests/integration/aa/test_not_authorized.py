@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from aa.admin import ClusterAdmin
 from tests.conftest import DcCluster
 from tests.helpers import acls
 from tests.helpers.kafka import Rec, consume_all, create_topic, eventually, produce
@@ -143,3 +144,23 @@ async def test_offset_sync_topic_the_mirror_may_not_write_stops_the_flow_once(
     router = OriginOnlyRouter("SF", "NYC", exact(topic))
     error = await _stops_once(settings, router, copied_then_more())
     assert f"NYC does not allow this flow to write topic {syncs}" in error, error
+
+
+async def test_source_configs_the_mirror_may_not_read_stop_it_and_are_not_wiped_from_the_copy(
+    authorizing: dict[str, DcCluster], unique_name: Names
+) -> None:
+    """Topic sync read the source's configs, dropped the topics it could not read as if they
+    had none, and then set the target topic's configs to match: a compacted copy became a
+    delete-policy topic (its records expire after the default 7 days)."""
+    sf, nyc = authorizing["SF"].bootstrap, authorizing["NYC"].bootstrap
+    compact = {"cleanup.policy": "compact"}
+    topic = await create_topic(sf, unique_name("acl-configs"), config=compact)
+    await create_topic(nyc, topic, config=compact)
+    await produce(sf, topic, [Rec(f"k{i}".encode(), b"v") for i in range(N)])
+    await acls.deny(sf, "topic", topic, "describe_configs")
+    settings = sf_to_nyc(sf, nyc, unique_name("g"), linger_ms=0)
+    error = await _stops_once(settings, OriginOnlyRouter("SF", "NYC", exact(topic)))
+    assert f"SF does not allow this flow to read the configs of topic {topic}" in error, error
+    assert f"--operation DescribeConfigs --topic {topic}" in error, error
+    async with ClusterAdmin("NYC", bootstrap_servers=nyc) as admin:
+        assert (await admin.topic_configs([topic]))[topic].get("cleanup.policy") == "compact"
