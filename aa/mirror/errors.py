@@ -45,10 +45,8 @@ _ACL = {
     TransactionalIdAuthorizationFailed: ("use transactional id", "--transactional-id", "Write"),
     ClusterAuthorizationFailedError: ("act on the cluster", "--cluster", "IdempotentWrite"),
 }
-_TOPIC = {
-    "source": ("read topic", "--topic", "Read"),
-    "target": ("write topic", "--topic", "Write"),
-}
+_READ = ("read topic", "--topic", "Read")
+_WRITE = ("write topic", "--topic", "Write")
 
 
 def refused_by_acl(exc: BaseException | None) -> BaseException | None:
@@ -65,8 +63,12 @@ def _refused(exc: BaseException, s: FlowSettings, side: str | None) -> tuple[str
     if isinstance(exc, AdminNotAuthorized):
         return exc.dc, exc.doing, exc.operation, exc.resource
     if isinstance(exc, TopicAuthorizationFailedError):
-        side = side or "source"
-        doing, option, operation = _TOPIC[side]
+        if side is None:  # as a consumer raised it (a producer's is wrapped, with its side):
+            # a read, of the source or of the flow's own topics in the target
+            internal = exc.args[:1] in ((s.sync_topic,), (s.eos_offsets_topic,))
+            side, (doing, option, operation) = ("target" if internal else "source"), _READ
+        else:
+            doing, option, operation = _READ if side == "source" else _WRITE
     else:
         consumer = isinstance(exc, GroupAuthorizationFailedError)
         side = side or ("source" if consumer else "target")

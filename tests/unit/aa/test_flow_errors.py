@@ -51,3 +51,13 @@ def test_acl_refusal_names_the_sasl_principal_the_dc_and_the_grant() -> None:
     assert "SF does not allow this flow to use consumer group" in str(group)
     assert "<the principal aa connects to SF as>" in str(group)
     assert not_authorized(KafkaConnectionError("down"), settings) is None
+
+
+def test_acl_refusal_to_read_an_internal_topic_of_the_target_names_the_target() -> None:
+    """The flow reads its offset syncs and exactly-once positions from the target; a consumer
+    raises the refusal as it is, which read as the source's topic (the wrong cluster)."""
+    settings = FlowSettings("SF", "NYC", {"bootstrap_servers": "sf"}, {}, group_id="g")
+    for topic in (settings.sync_topic, settings.eos_offsets_topic):
+        error = not_authorized(TopicAuthorizationFailedError(topic), settings)
+        assert f"SF->NYC: NYC does not allow this flow to read topic {topic}" in str(error)
+        assert f"--operation Read --topic {topic}," in str(error)
