@@ -35,21 +35,24 @@ SECURITY_DISABLED = 54
 """The error a broker without an authorizer answers ACL requests with."""
 
 
+_ACL_FIELDS = (  # an ACL, and a filter of ACLs, as CreateAcls / DeleteAcls v2 carry them
+    ("resource_type", Int8),
+    ("resource_name", CompactString("utf-8")),
+    ("pattern_type", Int8),
+    ("principal", CompactString("utf-8")),
+    ("host", CompactString("utf-8")),
+    ("operation", Int8),
+    ("permission_type", Int8),
+)
+_TAGS = ("tags", TaggedFields)
+_ERROR = (("error_code", Int16), ("error_message", CompactString("utf-8")))
+_ACLS = Schema(("acls", CompactArray(*_ACL_FIELDS, _TAGS)), _TAGS)
+
+
 class _CreateAclsResponseV2(Response):  # type: ignore[misc]
     API_KEY = 30
     API_VERSION = 2
-    SCHEMA = Schema(
-        ("throttle_time_ms", Int32),
-        (
-            "results",
-            CompactArray(
-                ("error_code", Int16),
-                ("error_message", CompactString("utf-8")),
-                ("tags", TaggedFields),
-            ),
-        ),
-        ("tags", TaggedFields),
-    )
+    SCHEMA = Schema(("throttle_time_ms", Int32), ("results", CompactArray(*_ERROR, _TAGS)), _TAGS)
 
 
 class _CreateAclsRequestV2(RequestStruct):  # type: ignore[misc]
@@ -57,22 +60,7 @@ class _CreateAclsRequestV2(RequestStruct):  # type: ignore[misc]
     API_VERSION = 2
     FLEXIBLE_VERSION = True
     RESPONSE_TYPE = _CreateAclsResponseV2
-    SCHEMA = Schema(
-        (
-            "creations",
-            CompactArray(
-                ("resource_type", Int8),
-                ("resource_name", CompactString("utf-8")),
-                ("pattern_type", Int8),
-                ("principal", CompactString("utf-8")),
-                ("host", CompactString("utf-8")),
-                ("operation", Int8),
-                ("permission_type", Int8),
-                ("tags", TaggedFields),
-            ),
-        ),
-        ("tags", TaggedFields),
-    )
+    SCHEMA = _ACLS
 
 
 class _DeleteAclsResponseV2(Response):  # type: ignore[misc]
@@ -83,27 +71,10 @@ class _DeleteAclsResponseV2(Response):  # type: ignore[misc]
         (
             "filter_results",
             CompactArray(
-                ("error_code", Int16),
-                ("error_message", CompactString("utf-8")),
-                (
-                    "matching_acls",
-                    CompactArray(
-                        ("error_code", Int16),
-                        ("error_message", CompactString("utf-8")),
-                        ("resource_type", Int8),
-                        ("resource_name", CompactString("utf-8")),
-                        ("pattern_type", Int8),
-                        ("principal", CompactString("utf-8")),
-                        ("host", CompactString("utf-8")),
-                        ("operation", Int8),
-                        ("permission_type", Int8),
-                        ("tags", TaggedFields),
-                    ),
-                ),
-                ("tags", TaggedFields),
+                *_ERROR, ("matching_acls", CompactArray(*_ERROR, *_ACL_FIELDS, _TAGS)), _TAGS
             ),
         ),
-        ("tags", TaggedFields),
+        _TAGS,
     )
 
 
@@ -112,7 +83,7 @@ class _DeleteAclsRequestV2(RequestStruct):  # type: ignore[misc]
     API_VERSION = 2
     FLEXIBLE_VERSION = True
     RESPONSE_TYPE = _DeleteAclsResponseV2
-    SCHEMA = _CreateAclsRequestV2.SCHEMA  # a filter has the fields of an ACL
+    SCHEMA = _ACLS  # a filter has the fields of an ACL
 
 
 class _CreateAcls(Request[_CreateAclsRequestV2]):  # type: ignore[misc]

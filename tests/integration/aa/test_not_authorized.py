@@ -68,48 +68,32 @@ async def _copies_once_allowed(settings: Any, router: Any, nyc: str, topic: str)
     assert sorted(r.value for r in copied) == sorted(f"v{i}".encode() for i in range(N))
 
 
-async def test_target_topic_the_mirror_may_not_write_stops_the_flow_once_and_commits_nothing(
-    authorizing: dict[str, DcCluster], unique_name: Names
+@pytest.mark.parametrize(
+    ("dc", "resource", "operation"),
+    [("NYC", "topic", "write"), ("SF", "topic", "read"), ("SF", "group", "read")],
+    ids=["target-topic-write", "source-topic-read", "group"],
+)
+async def test_topic_or_group_the_mirror_may_not_use_stops_the_flow_once_and_commits_nothing(
+    authorizing: dict[str, DcCluster],
+    unique_name: Names,
+    dc: str,
+    resource: acls.Resource,
+    operation: acls.Operation,
 ) -> None:
     sf, nyc = authorizing["SF"].bootstrap, authorizing["NYC"].bootstrap
-    topic = await _written(authorizing, unique_name, "acl-write")
-    await acls.deny(nyc, "topic", topic, "write")
+    topic = await _written(authorizing, unique_name, f"acl-{resource}-{operation}")
     group = unique_name("g")
+    name = topic if resource == "topic" else group
+    await acls.deny(authorizing[dc].bootstrap, resource, name, operation)
     settings = sf_to_nyc(sf, nyc, group, linger_ms=0)
     router = OriginOnlyRouter("SF", "NYC", exact(topic))
     error = await _stops_once(settings, router)
-    assert f"NYC does not allow this flow to write topic {topic}" in error, error
-    assert f"--operation Write --topic {topic}, then restart aa" in error, error
+    doing = f"{operation} topic" if resource == "topic" else "use consumer group"
+    assert f"{dc} does not allow this flow to {doing} {name}" in error, error
+    assert f"--operation {operation.title()} --{resource} {name}, then restart aa" in error, error
     assert await committed(sf, group, topic, 1) == {0: None}
-    await acls.allow(nyc, "topic", topic, "write")
+    await acls.allow(authorizing[dc].bootstrap, resource, name, operation)
     await _copies_once_allowed(settings, router, nyc, topic)
-
-
-async def test_source_topic_the_mirror_may_not_read_stops_the_flow_once(
-    authorizing: dict[str, DcCluster], unique_name: Names
-) -> None:
-    sf, nyc = authorizing["SF"].bootstrap, authorizing["NYC"].bootstrap
-    topic = await _written(authorizing, unique_name, "acl-read")
-    await acls.deny(sf, "topic", topic, "read")
-    settings = sf_to_nyc(sf, nyc, unique_name("g"), linger_ms=0)
-    router = OriginOnlyRouter("SF", "NYC", exact(topic))
-    error = await _stops_once(settings, router)
-    assert f"SF does not allow this flow to read topic {topic}" in error, error
-    await acls.allow(sf, "topic", topic, "read")
-    await _copies_once_allowed(settings, router, nyc, topic)
-
-
-async def test_consumer_group_the_mirror_may_not_use_stops_the_flow_once(
-    authorizing: dict[str, DcCluster], unique_name: Names
-) -> None:
-    sf, nyc = authorizing["SF"].bootstrap, authorizing["NYC"].bootstrap
-    topic = await _written(authorizing, unique_name, "acl-group")
-    group = unique_name("g")
-    await acls.deny(sf, "group", group, "read")
-    settings = sf_to_nyc(sf, nyc, group, linger_ms=0)
-    error = await _stops_once(settings, OriginOnlyRouter("SF", "NYC", exact(topic)))
-    assert f"SF does not allow this flow to use consumer group {group}" in error, error
-    assert await committed(sf, group, topic, 1) == {0: None}
 
 
 async def test_exactly_once_transactional_id_the_mirror_may_not_hold_stops_the_flow_once(
