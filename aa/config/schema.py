@@ -17,7 +17,7 @@ import dataclasses
 import functools
 import inspect
 import itertools
-import textwrap
+import sys
 import typing
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -148,14 +148,21 @@ def section(
 
 
 @functools.cache
-def attribute_docs(cls: type) -> dict[str, str]:
-    """The docstring written under each annotated attribute of ``cls``, whitespace collapsed
-    (what pydantic's ``use_attribute_docstrings`` reads); empty when the source is not there."""
+def _classes_of(module: str) -> dict[str, ast.ClassDef]:
+    """The top-level classes of ``module``'s source, parsed once."""
     try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+        tree = ast.parse(inspect.getsource(sys.modules[module]))
     except (OSError, TypeError):
         return {}
-    body = typing.cast(ast.ClassDef, tree.body[0]).body
+    return {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+
+
+def attribute_docs(cls: type) -> dict[str, str]:
+    """The docstring written under each annotated attribute of top-level class ``cls``,
+    whitespace collapsed (what pydantic's ``use_attribute_docstrings`` reads); empty when the
+    source is not there."""
+    node = _classes_of(cls.__module__).get(cls.__qualname__)
+    body = node.body if node else []
     docs: dict[str, str] = {}
     for stmt, after in itertools.pairwise(body):
         if (
