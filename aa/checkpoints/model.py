@@ -40,17 +40,17 @@ class Checkpoint:
         return orjson.dumps([self.group, self.topic, self.partition])
 
     def encode(self) -> bytes:
-        return wire.dump(self, _WIRE)
+        return _WIRE.dump(self)
 
     @staticmethod
     def decode(value: bytes) -> Checkpoint:
         try:
-            return wire.load(Checkpoint, orjson.loads(value), _WIRE)
+            return _WIRE.load(orjson.loads(value))
         except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
             raise CheckpointDecodeError(f"not a checkpoint: {value[:80]!r} ({exc})") from exc
 
 
-_WIRE = {"ts_ms": "ts"}
+_WIRE = wire.Form(Checkpoint, ts_ms="ts")
 
 
 class Checkpoints:

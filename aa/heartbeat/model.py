@@ -18,19 +18,19 @@ class Heartbeat:
     ts_ms: int
 
     def encode(self) -> bytes:
-        return wire.dump(self, _WIRE)
+        return _WIRE.dump(self)
 
     @staticmethod
     def decode(value: bytes | None) -> Heartbeat | None:
         """``None`` for anything that is not a heartbeat (the topic is shared with nobody, but
         a stray record must not stop the monitor)."""
         try:
-            return wire.load(Heartbeat, orjson.loads(value or b""), _WIRE)
+            return _WIRE.load(orjson.loads(value or b""))
         except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
             return None
 
 
-_WIRE = {"ts_ms": "ts"}
+_WIRE = wire.Form(Heartbeat, ts_ms="ts")
 
 
 @dataclass(frozen=True, slots=True)

@@ -69,7 +69,7 @@ class OffsetSync:
         return sync_key(self.topic, self.partition, slot)
 
     def encode(self) -> bytes:
-        return wire.dump(self, _SYNC_WIRE)
+        return _SYNC.dump(self)
 
     @staticmethod
     def decode(value: bytes) -> OffsetSync:
@@ -94,25 +94,22 @@ class Repartitioned:
         return sync_key(self.topic, self.partition, "h")
 
     def encode(self) -> bytes:
-        return wire.dump(self, head=_MARKER)
+        return _MARKER.dump(self)
 
 
-_SYNC_WIRE = {
-    "covered_from": "from",
-    "source_first": "first",
-    "source_last": "last",
-    "target_first": "target",
-}
-_MARKER = {"kind": "repartitioned"}
+_SYNC = wire.Form(
+    OffsetSync, covered_from="from", source_first="first", source_last="last", target_first="target"
+)
+_MARKER = wire.Form(Repartitioned, head={"kind": "repartitioned"})
 
 
 def decode_sync(value: bytes) -> OffsetSync | Repartitioned:
     """A record of the sync topic: a sync or a repartitioned marker."""
     try:
         d = orjson.loads(value)
-        if isinstance(d, dict) and d.get("kind") == _MARKER["kind"]:
-            return wire.load(Repartitioned, d)
-        return wire.load(OffsetSync, d, _SYNC_WIRE)
+        if isinstance(d, dict) and d.get("kind") == _MARKER.head["kind"]:
+            return _MARKER.load(d)
+        return _SYNC.load(d)
     except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as exc:
         raise SyncDecodeError(f"not an offset sync: {value[:80]!r} ({exc})") from exc
 
