@@ -100,12 +100,14 @@ class DcCluster:
     """The broker's log directory (local backend only): tests that damage a segment use it."""
 
 
-AUTHORIZER = (
+TEST_BROKER = (
     ("authorizer.class.name", "org.apache.kafka.metadata.authorizer.StandardAuthorizer"),
     ("allow.everyone.if.no.acl.found", "true"),
+    ("transaction.abort.timed.out.transaction.cleanup.interval.ms", "500"),
 )
 """Brokers check ACLs, and a resource with none is open to all: tests deny what they test
-(:mod:`tests.helpers.acls`) and nothing else changes."""
+(:mod:`tests.helpers.acls`) and nothing else changes. Timed-out transactions are aborted
+within half a second of their timeout (Kafka's default scan: every 10 s)."""
 
 
 def start_local_clusters(names: tuple[str, ...], root: Path) -> list[devcluster.DevCluster]:
@@ -113,7 +115,7 @@ def start_local_clusters(names: tuple[str, ...], root: Path) -> list[devcluster.
     ports = devcluster.free_ports(2 * len(names))
     specs = [
         devcluster.DevCluster(
-            name, ports[2 * i], ports[2 * i + 1], root / name, extra_properties=AUTHORIZER
+            name, ports[2 * i], ports[2 * i + 1], root / name, extra_properties=TEST_BROKER
         )
         for i, name in enumerate(names)
     ]

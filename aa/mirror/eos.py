@@ -71,6 +71,9 @@ class ExactlyOnce:
         self._open = False
         self._dirty = False
         self._last = time.monotonic()
+        self._since: float | None = None
+        """When the open transaction's first write was made (``None``: none yet): the target
+        aborts a transaction open longer than its timeout (see :meth:`fenced`)."""
         self._clients: FlowClients | None = None
         self._ids: Incarnations | None = None
         """The source topics' ids: the incarnation the positions in ``_next`` belong to."""
@@ -184,6 +187,7 @@ class ExactlyOnce:
         if not self._open:
             raise AssertionError("exactly-once: forwarding outside a transaction")
         self._dirty = True
+        self._since = self._since or time.monotonic()
 
     def commit_due(self) -> bool:
         """A transaction is due: the flow drains (settles everything in flight), which
@@ -204,6 +208,7 @@ class ExactlyOnce:
         topic = self._settings.eos_offsets_topic
         sends = []
         ts = int(time.time() * 1000)
+        self._since = self._since or time.monotonic()
         for tp, offset in ready.items():
             value = orjson.dumps({"offset": offset, "ts": ts, "topic_id": ids.id(tp.topic)})
             sends.append(await self._guard(producer.send(topic, value, offset_key(tp))))
@@ -223,7 +228,7 @@ class ExactlyOnce:
             )
         await self._guard(producer.commit_transaction())
         self.transactions += 1
-        self._last = time.monotonic()
+        self._last, self._since = time.monotonic(), None
         await self._guard(producer.begin_transaction())
         self._dirty = False
         return True  # the caller counts the copies: committed now
@@ -282,7 +287,23 @@ class ExactlyOnce:
         )
 
     def fenced(self, exc: BaseException) -> FlowError:
+        """The target bumped the producer's epoch: another process of the flow took over, or
+        the target aborted a transaction open longer than ``transaction_timeout_ms`` (the
+        flow or the target stalled, or was away, that long) — which answers the same. Only the
+        transaction is lost then: the flow restarts. A process that took over fences a younger
+        transaction, and is not fenced in turn (this one stops for good)."""
         self._open = False
+        s = self._settings
+        age = time.monotonic() - self._since if self._since is not None else 0.0
+        if age * 1000 >= s.transaction_timeout_ms:
+            return FlowError(
+                f"{s.name}: the transaction timed out: {s.target} aborted it, open {age:.1f} s, "
+                f"longer than its timeout ({s.transaction_timeout_ms / 1000:g} s): the flow or the "
+                "target stalled or was away; nothing of it was committed, so the flow restarts "
+                f"from its last committed positions ({exc!r})",
+                kind="transaction-timed-out",
+                retriable=True,
+            )
         return FlowError(
             f"{self._settings.name}: another process took over this exactly-once flow "
             f"(transactional id {self._settings.transactional_id}) and fenced this one; this "

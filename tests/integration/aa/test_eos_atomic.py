@@ -7,14 +7,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
+import time
 import uuid
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
-from aa.mirror.flow import FlowError
+from aa.mirror.flow import FlowError, MirrorFlow
 from aa.mirror.settings import FlowSettings
+from aa.mirror.supervisor import Backoff, Supervisor
 from aa.observe.metrics import Metrics
 from tests.conftest import DcCluster
 from tests.helpers.kafka import Rec, consume_all, create_topic, eventually, produce
@@ -139,6 +143,75 @@ async def test_two_eos_processes_of_one_flow_stop_instead_of_fencing_each_other(
     finally:
         stop_stream.set()
         await stream
+
+
+class _StallsOnce(OriginOnlyRouter):
+    """Blocks the whole process (the event loop) for ``stall_s`` in its second routing: a
+    process paused mid-transaction, as by a long GC pause, a frozen VM or swapping."""
+
+    def __init__(self, source: str, target: str, pattern: str, stall_s: float) -> None:
+        super().__init__(source, target, pattern)
+        self.calls, self._stall_s = 0, stall_s
+
+    def route_batch(self, topic: str, partition: int, records: Any) -> Any:
+        self.calls += 1
+        if self.calls == 2:
+            time.sleep(self._stall_s)  # on purpose: nothing of the process runs meanwhile
+        return super().route_batch(topic, partition, records)
+
+
+async def test_eos_transaction_the_target_timed_out_restarts_the_flow_instead_of_stopping_it(
+    dc_clusters: dict[str, DcCluster], unique_name: Names
+) -> None:
+    """A transaction open longer than its timeout (the process stalled, or the target was
+    away that long) is aborted by the target, which bumps the producer's epoch: the flow's
+    next write was refused as if another process had fenced it, and the flow stopped for good
+    with "another process took over". Only the transaction was lost: the flow restarts, and
+    copies its records again, once."""
+    eos = await eos_flow(
+        dc_clusters, unique_name, "eos-timeout", partitions=1, transaction_timeout_ms=2000
+    )
+    # the test brokers look for timed-out transactions every 500 ms (tests/conftest.py)
+    router = _StallsOnce(eos.settings.source, eos.settings.target, exact(eos.topic), 5.0)
+    runs: list[MirrorFlow] = []
+
+    def flow(settings: FlowSettings, router: Any, metrics: Metrics) -> MirrorFlow:
+        # the first run keeps one transaction open across the stall; the restart commits
+        # every commit_interval_s as usual
+        if not runs:
+            settings = dataclasses.replace(settings, commit_interval_s=60.0)
+        runs.append(MirrorFlow(settings, router, metrics))
+        return runs[-1]
+
+    await produce(eos.sf, eos.topic, [Rec(b"k", f"a{i}".encode()) for i in range(10)])
+    sup = Supervisor(
+        [(eos.settings, router)],
+        Metrics(),
+        backoff=Backoff(initial_s=0.2, max_s=1.0),
+        shutdown_timeout_s=20,
+        flow_factory=flow,
+    )
+    run = asyncio.create_task(sup.run(install_signals=False))
+    try:
+        state = sup.states[eos.settings.name]
+        await eventually(lambda: router.calls >= 1, timeout=60, message="first batch routed")
+        await produce(eos.sf, eos.topic, [Rec(b"k", f"b{i}".encode()) for i in range(10)])
+        await eventually(
+            lambda: state.restarts >= 1 or state.state == "failed",
+            timeout=60,
+            message="the flow fails once",
+        )
+        assert state.state != "failed", state.last_error
+        assert "timed out" in (state.last_error or ""), state.last_error
+        copied = await consume_all(
+            eos.nyc, eos.topic, count=20, timeout=90, isolation_level="read_committed", settle=1.0
+        )
+    finally:
+        sup.stop()
+        await asyncio.wait_for(run, 60)
+    assert sorted(r.value for r in copied) == sorted(
+        [f"a{i}".encode() for i in range(10)] + [f"b{i}".encode() for i in range(10)]
+    )
 
 
 async def test_switch_from_at_least_once_to_exactly_once_resumes_from_group_offsets(
