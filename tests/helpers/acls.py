@@ -47,12 +47,14 @@ _ACL_FIELDS = (  # an ACL, and a filter of ACLs, as CreateAcls / DeleteAcls v2 c
 _TAGS = ("tags", TaggedFields)
 _ERROR = (("error_code", Int16), ("error_message", CompactString("utf-8")))
 _ACLS = Schema(("acls", CompactArray(*_ACL_FIELDS, _TAGS)), _TAGS)
+_THROTTLE = ("throttle_time_ms", Int32)
+_MATCHES = ("matching_acls", CompactArray(*_ERROR, *_ACL_FIELDS, _TAGS))
 
 
 class _CreateAclsResponseV2(Response):  # type: ignore[misc]
     API_KEY = 30
     API_VERSION = 2
-    SCHEMA = Schema(("throttle_time_ms", Int32), ("results", CompactArray(*_ERROR, _TAGS)), _TAGS)
+    SCHEMA = Schema(_THROTTLE, ("results", CompactArray(*_ERROR, _TAGS)), _TAGS)
 
 
 class _CreateAclsRequestV2(RequestStruct):  # type: ignore[misc]
@@ -66,16 +68,7 @@ class _CreateAclsRequestV2(RequestStruct):  # type: ignore[misc]
 class _DeleteAclsResponseV2(Response):  # type: ignore[misc]
     API_KEY = 31
     API_VERSION = 2
-    SCHEMA = Schema(
-        ("throttle_time_ms", Int32),
-        (
-            "filter_results",
-            CompactArray(
-                *_ERROR, ("matching_acls", CompactArray(*_ERROR, *_ACL_FIELDS, _TAGS)), _TAGS
-            ),
-        ),
-        _TAGS,
-    )
+    SCHEMA = Schema(_THROTTLE, ("filter_results", CompactArray(*_ERROR, _MATCHES, _TAGS)), _TAGS)
 
 
 class _DeleteAclsRequestV2(RequestStruct):  # type: ignore[misc]
