@@ -13,11 +13,11 @@ import pytest
 
 from aa.mirror.settings import FlowSettings
 from aa.offsets.index import RECENT
-from aa.offsets.store import OffsetSyncStore
+from aa.offsets.store import OffsetSyncStore, Position
 from aa.provenance import SRC, LocalStamp
 from tests.conftest import DcCluster
-from tests.helpers.kafka import Rec, consume_all, create_topic, produce
-from tests.helpers.mirror import OriginOnlyRouter, exact, running_flow
+from tests.helpers.kafka import Rec, consume_all, create_topic, delete_topic, produce
+from tests.helpers.mirror import OriginOnlyRouter, exact, running_flow, supervised
 
 pytestmark = pytest.mark.integration
 
@@ -122,3 +122,31 @@ async def test_target_with_fewer_partitions_refuses_translation(
         for offset in (0, 10, 99, 100):
             pos = store.translate(topic, p, offset)
             assert pos.offset is None, (p, offset, pos)
+
+
+async def test_target_topic_recreated_while_running_translates_no_offset_past_the_new_copies(
+    dc_clusters: dict[str, DcCluster], unique_name: Callable[[str], str]
+) -> None:
+    """The target topic was deleted while the flow ran; topic sync created it again and the
+    flow copied on into it from target offset 0. The syncs of the first incarnation still map
+    source 0..49 to target 0..49, which in the new topic hold the copies of source 50..99: a
+    group at source 30 must not fail over to target 30 (30 records skipped). A later sync
+    whose target offsets went back makes the store answer the new topic's start instead."""
+    sf, nyc = dc_clusters["SF"].bootstrap, dc_clusters["NYC"].bootstrap
+    a, b = f"S{uuid.uuid4().hex[:6]}", f"N{uuid.uuid4().hex[:6]}"
+    topic = await create_topic(sf, unique_name("recreated-target"))
+    await produce(sf, topic, [Rec(b"k", f"old{i}".encode()) for i in range(50)])
+    settings = FlowSettings(
+        a, b, {"bootstrap_servers": sf}, {"bootstrap_servers": nyc}, group_id=unique_name("g"),
+        request_timeout_ms=5000, topic_sync_interval_s=1,
+    )  # fmt: skip
+    async with supervised(settings, OriginOnlyRouter(a, b, exact(topic))):
+        await consume_all(nyc, topic, count=50, timeout=60)
+        await delete_topic(nyc, topic)
+        await produce(sf, topic, [Rec(b"k", f"new{i}".encode()) for i in range(50)])
+        again = await consume_all(nyc, topic, count=50, timeout=90, settle=1.0)
+    assert [r.value for r in again] == [f"new{i}".encode() for i in range(50)]
+    store = await OffsetSyncStore(a, b).load(settings.sync_topic, {"bootstrap_servers": nyc})
+    assert store.translate(topic, 0, 60) == Position(topic, 0, 10, "exact")
+    old = store.translate(topic, 0, 30)  # its copy is gone: no answer past the new topic start
+    assert old.offset is None or old.offset == 0, old
