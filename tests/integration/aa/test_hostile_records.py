@@ -54,6 +54,25 @@ async def test_odd_keys_and_values_are_copied_byte_for_byte(
     assert ("app", b"\xff") in list(got[0].headers)
 
 
+async def test_source_batches_in_every_compression_are_copied_and_the_target_compresses_too(
+    dc_clusters: dict[str, DcCluster], unique_name: Callable[[str], str]
+) -> None:
+    """Without the codecs, a flow restarted forever on the first lz4, snappy or zstd batch of
+    its source (what Java producers often write) and copied nothing of the topic."""
+    sf, nyc = dc_clusters["SF"].bootstrap, dc_clusters["NYC"].bootstrap
+    topic = await create_topic(sf, unique_name("codecs"), partitions=1)
+    sent = []
+    for codec in ("gzip", "snappy", "lz4", "zstd"):
+        batch = [Rec(codec.encode(), f"{codec}{i}".encode() * 20, partition=0) for i in range(20)]
+        await produce(sf, topic, batch, compression_type=codec)
+        sent += batch
+    settings, router = _sf_to_nyc(sf, nyc, topic, "tuning: {compression: zstd}\n")
+    async with running_flow(settings, router) as (_flow, task):
+        got = await consume_all(nyc, topic, count=len(sent), timeout=60, settle=0.5)
+        assert not task.done()
+    assert [(r.key, r.value) for r in got] == [(s.key, s.value) for s in sent]
+
+
 async def test_aborted_source_transactions_are_not_copied_and_the_commit_reaches_the_end(
     dc_clusters: dict[str, DcCluster], unique_name: Callable[[str], str]
 ) -> None:
