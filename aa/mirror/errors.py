@@ -72,7 +72,7 @@ def _refused(exc: BaseException, s: FlowSettings, side: str | None) -> tuple[str
     else:
         consumer = isinstance(exc, GroupAuthorizationFailedError)
         side = side or ("source" if consumer else "target")
-        doing, option, operation = _ACL[type(exc)]
+        doing, option, operation = next(v for k, v in _ACL.items() if isinstance(exc, k))
     if option != "--cluster":
         name = str(exc.args[0]) if exc.args else "?"
         doing, option = f"{doing} {name}", f"{option} {name}"
