@@ -22,11 +22,19 @@ from aa.topic_ids import topic_ids
 TOPIC_ALREADY_EXISTS = 36
 UNKNOWN_TOPIC_OR_PARTITION = 3
 TOPIC_AUTHORIZATION_FAILED = 29
+REFUSED_FOR_GOOD = {17: "INVALID_TOPIC_EXCEPTION", 40: "INVALID_CONFIG", 44: "POLICY_VIOLATION"}
+"""CreateTopics errors no retry changes: the name, a config the cluster refuses, its policy."""
+TOPIC_NAME_MAX = 249
 DYNAMIC_TOPIC_CONFIG = 1  # DescribeConfigs config_source: set on the topic itself
 
 
 class AdminError(AaError):
     """A cluster refused an admin request; the message names the cluster, topic and reason."""
+
+
+class TopicRefused(AdminError):
+    """A cluster refuses to create a topic for a reason no retry changes (see
+    :data:`REFUSED_FOR_GOOD`); the message names the cluster, the topic and why."""
 
 
 class AdminNotAuthorized(AdminError):
@@ -101,6 +109,12 @@ class ClusterAdmin(AsyncResource):
             code = err["error_code"]
             if code == 0:
                 created.append(err["topic"])
+            elif code in REFUSED_FOR_GOOD:
+                name = err["topic"]
+                why = f"{REFUSED_FOR_GOOD[code]}: {err['error_message']}"
+                if len(name) > TOPIC_NAME_MAX:
+                    why = f"the name is {len(name)} characters, over Kafka's {TOPIC_NAME_MAX}"
+                raise TopicRefused(f"{self.dc} refuses to create topic {name} ({why})")
             elif code != TOPIC_ALREADY_EXISTS:
                 raise AdminError(
                     f"{self.dc}: creating topic {err['topic']} failed (error {code}): "

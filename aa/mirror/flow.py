@@ -20,7 +20,7 @@ import contextlib
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.errors import KafkaError
 
-from aa.admin import AdminNotAuthorized, ClusterAdmin
+from aa.admin import AdminNotAuthorized, ClusterAdmin, TopicRefused
 from aa.lifecycle import started
 from aa.logs import get_logger
 from aa.mirror import batches, restamp
@@ -108,6 +108,13 @@ class MirrorFlow:
             if (denied := not_authorized(exc, self.settings)) is None:
                 raise
             raise denied from exc
+        except TopicRefused as exc:
+            raise FlowError(
+                f"{self.settings.name}: {exc}; no restart gets past that, so the flow stops: "
+                "leave its source topic out of this flow (topics.exclude), or rename it",
+                kind="topic-refused",
+                retriable=False,
+            ) from exc
 
     async def _run(self, stop: asyncio.Event) -> None:
         s = self.settings

@@ -12,6 +12,8 @@ import orjson
 import pytest
 
 from aa.admin import ClusterAdmin
+from aa.config import read_yaml
+from aa.mirror.build import build_flows
 from aa.mirror.flow import DEAD_LETTER_REASON, FlowError
 from aa.mirror.settings import DEFAULT_CONFIG_EXCLUDE, FlowSettings
 from aa.mirror.supervisor import Backoff, Supervisor
@@ -326,3 +328,29 @@ async def test_deleted_target_topic_is_recreated_and_nothing_is_lost(
         sup.stop()
         await asyncio.wait_for(run, 30)
     assert sorted(r.value for r in again) == sorted(f"new{i}".encode() for i in range(50))
+
+
+async def test_source_topic_whose_prefixed_name_is_too_long_stops_the_flow_once_naming_the_fix(
+    dc_clusters: dict[str, DcCluster], unique_name: Names
+) -> None:
+    """In prefix mode SF's 247-character topic is NYC's `SF.` + 247 = 250 characters, over
+    Kafka's 249: the target refuses to create it. The flow restarted on that refusal forever,
+    copying none of its other topics either."""
+    sf, nyc = dc_clusters["SF"].bootstrap, dc_clusters["NYC"].bootstrap
+    topic = await create_topic(sf, unique_name("long")[:40].ljust(247, "x"))
+    await produce(sf, topic, [Rec(b"k", b"v")])
+    t = read_yaml(
+        f"datacenters:\n  SF: {{bootstrap: '{sf}'}}\n  NYC: {{bootstrap: '{nyc}'}}\n"
+        f"flows: [SF->NYC]\ntopics: ['{topic}']\nloop_prevention: prefix\n"
+        "heartbeats: {enabled: false}\ncheckpoints: {enabled: false}\n"
+    )
+    [(settings, router)] = build_flows(t, t.inbound("NYC"))
+    async with supervised(settings, router) as sup:
+        state = sup.states[settings.name]
+        await eventually(
+            lambda: state.state == "failed" or state.restarts >= 2, message="the flow stops"
+        )
+    assert (state.state, state.restarts) == ("failed", 0), state.last_error
+    assert f"NYC refuses to create topic SF.{topic}" in (state.last_error or "")
+    assert "250 characters, over Kafka's 249" in (state.last_error or "")
+    assert "topics.exclude" in (state.last_error or "")
