@@ -22,6 +22,7 @@ from aa.config import load_config
 from aa.errors import AaError
 from aa.logs import configure, get_logger
 from spark_reconcile import findings, jvm_cache
+from spark_reconcile.copies import store_records, unverified
 from spark_reconcile.findings.divergent import COUNTED, suspect_keys
 from spark_reconcile.findings.missing import EXPIRED, IN_FLIGHT, MISSING
 from spark_reconcile.findings.presence import Flagged, flag_dcs, flagged_only
@@ -31,7 +32,7 @@ from spark_reconcile.options import JobOptions, add_arguments, from_args
 from spark_reconcile.plan import ReadPlan
 from spark_reconcile.probe import Probe, horizons_frame, mirrored_frame, probe
 from spark_reconcile.record_stats import DELAY_SCHEMA, record_stats
-from spark_reconcile.records import decode_slow_rows, finish, prepare
+from spark_reconcile.records import finish
 from spark_reconcile.repair import repair
 from spark_reconcile.repair_scope import (
     first_on_branch,
@@ -187,28 +188,11 @@ def reconcile(
     split = spark.sparkContext.defaultParallelism if to_read >= SPLIT_READS_FROM else None
     raw = read_dcs(spark, datacenters, ranges, min_partitions=split)
     # One pass over Kafka: the narrow projection is decoded natively and written once as
-    # Parquet on local disk (never kept in the JVM heap, which would have to grow with the
-    # data). The rows the native decoder refused, if any, are decoded in Python from that file
-    # into a second, small one; the records every finding reads are a view over the two.
-    # Findings read only the columns they need.
+    # Parquet on local disk (never in the JVM heap); rows the native decoder refused are
+    # decoded in Python into a second, small file (copies.store_records). Mirrored copies are
+    # decoded only where presence finds their bytes unlike a decoded row's; if one of those
+    # fails, the records are written again with every row decoded (spark_reconcile.copies)
     records_path = records_dir(opts.out)
-    raw.transform(prepare(resolvers)).write.options(**RECORDS_PARQUET).mode("overwrite").parquet(
-        str(records_path)
-    )
-    stored = spark.read.parquet(str(records_path))
-    slow_path = records_path.parent / "slow"
-    if stored.filter(F.col("needs_slow")).isEmpty():
-        # no Python worker starts: every event took the native decoder
-        slow = None
-    else:
-        stored.filter(F.col("needs_slow")).transform(
-            decode_slow_rows("ev_value", "ev_headers")
-        ).write.mode("overwrite").parquet(str(slow_path))
-        slow = spark.read.parquet(str(slow_path))
-    stored = stored if slow is None else stored.filter(~F.col("needs_slow")).unionByName(slow)
-    with_event_values = stored.transform(finish(window, opts.bucket_ms))
-    records = with_event_values.drop("ev_value", "ev_headers")
-    _log().info("reconcile.stage", stage="findings")
     flows = [
         (o, t, d, plan.routes.tree(o).get(d, o))
         for o, t, d in plan.expected(logical)
@@ -222,6 +206,25 @@ def reconcile(
         for t, dcs in plan.topic_dcs(logical).items()
         if t in resolvers
     }
+    # which DCs hold each record id, and each event id's copies, from one aggregation for
+    # missing, duplicated and divergent: one narrow row per flagged id or event id, then the
+    # ids some DC lacks or holds twice (few, as a rule) as a small file, and the suspect keys
+    expected_flows = [(o, t, d) for o, t, d, _ in flows]
+    bit_dcs = flag_dcs(checked, expected_flows)
+    ids_path = records_path.parent / "ids"
+    for trust in (True, False):
+        stored = store_records(
+            spark, raw, resolvers, records_path, RECORDS_PARQUET, trust_copies=trust
+        )
+        with_event_values = stored.transform(finish(window, opts.bucket_ms))
+        records = with_event_values.drop("ev_value", "ev_headers")
+        _log().info("reconcile.stage", stage="findings", trust_copies=trust)
+        records.transform(presence_ids(bit_dcs, expected_flows)).write.mode("overwrite").parquet(
+            str(ids_path)
+        )
+        per_id = spark.read.parquet(str(ids_path))
+        if not trust or unverified(with_event_values, per_id).isEmpty():
+            break
 
     def with_values(positions: Any) -> Any:
         return read_positions(spark, datacenters, physical, positions)
@@ -234,16 +237,6 @@ def reconcile(
         return spark.read.parquet(str(path))
 
     out = opts.out / "findings"
-    # which DCs hold each record id, and each event id's copies, from one aggregation for
-    # missing, duplicated and divergent: one narrow row per flagged id or event id, then the
-    # ids some DC lacks or holds twice (few, as a rule) as a small file, and the suspect keys
-    expected_flows = [(o, t, d) for o, t, d, _ in flows]
-    bit_dcs = flag_dcs(checked, expected_flows)
-    ids_path = records_path.parent / "ids"
-    records.transform(presence_ids(bit_dcs, expected_flows)).write.mode("overwrite").parquet(
-        str(ids_path)
-    )
-    per_id = spark.read.parquet(str(ids_path))
     flagged_path = records_path.parent / "flagged"
     per_id.transform(flagged_only).write.mode("overwrite").parquet(str(flagged_path))
     flagged = Flagged(bit_dcs, spark.read.parquet(str(flagged_path)))

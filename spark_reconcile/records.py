@@ -42,6 +42,7 @@ NARROW_COLUMNS = (
     *RAW_KEPT,
     *(c for c in NORMALISED_EXTRA if c not in ("rid", "in_window", "bucket")),
     "needs_slow",
+    "tent",
     "vhash",
     "key_hash",
 )
@@ -56,26 +57,26 @@ derived from :data:`NORMALISED_EXTRA` so a new normalised column is never droppe
 # reads, which made header decoding the bulk of the job.
 
 
-def _header_keys() -> Any:
+def _header_keys(headers: str = "headers") -> Any:
     from pyspark.sql import functions as F
 
-    return F.coalesce(F.col("headers.key"), F.array().cast("array<string>"))
+    return F.coalesce(F.col(f"{headers}.key"), F.array().cast("array<string>"))
 
 
-def _header_count(name: str) -> Any:
+def _header_count(name: str, headers: str = "headers") -> Any:
     """How many headers are called ``name``."""
     from pyspark.sql import functions as F
 
-    keys = _header_keys()
+    keys = _header_keys(headers)
     return F.size(keys) - F.size(F.array_remove(keys, name))
 
 
-def _first_text(name: str) -> Any:
+def _first_text(name: str, headers: str = "headers") -> Any:
     """The value of the first header called ``name`` as text (null when there is none)."""
     from pyspark.sql import functions as F
 
-    position = F.array_position(_header_keys(), name)  # 1-based, 0 when absent
-    return F.get(F.col("headers.value"), (position - 1).cast("int")).cast("string")
+    position = F.array_position(_header_keys(headers), name)  # 1-based, 0 when absent
+    return F.get(F.col(f"{headers}.value"), (position - 1).cast("int")).cast("string")
 
 
 def with_provenance(df: Any) -> Any:
@@ -203,11 +204,12 @@ def _envelope_fields(text: Any) -> dict[str, Any]:
     }
 
 
-def _fast_decode() -> tuple[Any, Any, Any]:
-    """(ok, id, key) columns: ``ok`` is true only for values ``Event.decode`` accepts."""
+def _fast_decode(value: str = "value", headers: str = "headers") -> tuple[Any, Any, Any, Any]:
+    """(ok, id, key, has envelope headers) columns: ``ok`` is true only for values
+    ``Event.decode`` accepts."""
     from pyspark.sql import functions as F
 
-    text = F.col("value").cast("string")
+    text = F.col(value).cast("string")
     event_id = F.substring(text, _ID_AT, 26)
     fields = _envelope_fields(text)
     key, hlc = fields["key"], fields["hlc"]
@@ -221,21 +223,21 @@ def _fast_decode() -> tuple[Any, Any, Any]:
     # one goes to the Python decoder, which decides); most records carry none of them
     agree = F.lit(True)
     for name in _ENVELOPE_HEADERS:
-        n = _header_count(name)
-        agree = agree & ((n == 0) | ((n == 1) & (_first_text(name) == want[name])))
+        n = _header_count(name, headers)
+        agree = agree & ((n == 0) | ((n == 1) & (_first_text(name, headers) == want[name])))
     has_envelope_headers = F.arrays_overlap(
-        _header_keys(), F.array(*[F.lit(h) for h in _ENVELOPE_HEADERS])
+        _header_keys(headers), F.array(*[F.lit(h) for h in _ENVELOPE_HEADERS])
     )
     headers_agree = F.when(~has_envelope_headers, F.lit(True)).otherwise(agree)
     ok = F.when(
-        F.col("value").isNull() | (F.length(F.col("value")) > MAX_FAST_BYTES), F.lit(False)
+        F.col(value).isNull() | (F.length(F.col(value)) > MAX_FAST_BYTES), F.lit(False)
     ).otherwise(
         F.is_valid_utf8(text)
         & text.rlike(_ENVELOPE_RE)
         & (F.substring_index(hlc, ":", 1).cast("long") <= F.lit(_MAX_PHYSICAL))
         & headers_agree
     )
-    return F.coalesce(ok, F.lit(False)), event_id, key
+    return F.coalesce(ok, F.lit(False)), event_id, key, has_envelope_headers
 
 
 def _decode_udf() -> Any:
@@ -264,11 +266,16 @@ def _decode_udf() -> Any:
     return F.udf(decode, schema, useArrow=False)
 
 
-def with_events(resolvers: Mapping[str, str]) -> Callable[[Any], Any]:
+def with_events(
+    resolvers: Mapping[str, str], *, trust_copies: bool = False
+) -> Callable[[Any], Any]:
     """Add ``resolver`` (for event-sourced logical topics), ``event_id``, ``event_key``,
     ``event_error`` (null until :func:`decode_slow` for rows that need it), ``needs_slow``
-    (an event row the native decoder did not accept) and ``vhash`` (a 64-bit hash of the value:
-    two copies of one event with different values conflict)."""
+    (an event row the native decoder did not accept), ``vhash`` (a 64-bit hash of the value:
+    two copies of one event with different values conflict) and ``tent``. With
+    ``trust_copies``, a mirrored copy that looks like an event (:func:`~.copies.tentative`) is
+    not decoded: its id and key are cut from the value and ``tent`` marks it, to be confirmed
+    against its origin's bytes (:mod:`spark_reconcile.copies`); without, ``tent`` is false."""
     from pyspark.sql import functions as F
 
     def transform(df: Any) -> Any:
@@ -280,13 +287,24 @@ def with_events(resolvers: Mapping[str, str]) -> Callable[[Any], Any]:
                 .withColumn("event_key", F.lit(None).cast("string"))
                 .withColumn("event_error", F.lit(None).cast("string"))
                 .withColumn("needs_slow", F.lit(False))
+                .withColumn("tent", F.lit(False))
             )
+        from spark_reconcile.copies import tentative
+
         mapping = F.create_map(*[F.lit(x) for kv in sorted(resolvers.items()) for x in kv])
         resolver = mapping[F.col("ltopic")]
-        ok, ev_id, ev_key = _fast_decode()
+        ok, ev_id, ev_key, has_envelope_headers = _fast_decode()
+        tent = resolver.isNotNull() & tentative(has_envelope_headers, MAX_FAST_BYTES)
+        if trust_copies:
+            # the full verdict only where the row is not a tentative copy (a CASE evaluates
+            # the branch it takes)
+            ok = F.when(tent, F.lit(True)).otherwise(ok)
+        else:
+            tent = F.lit(False)
         fast = resolver.isNotNull() & ok
         return (
             out.withColumn("resolver", resolver)
+            .withColumn("tent", tent)
             .withColumn("needs_slow", resolver.isNotNull() & ~ok)
             .withColumn("event_id", F.when(fast, ev_id))
             .withColumn("event_key", F.when(fast, ev_key))
@@ -294,6 +312,11 @@ def with_events(resolvers: Mapping[str, str]) -> Callable[[Any], Any]:
         )
 
     return transform
+
+
+def verdict(value: str, headers: str) -> Any:
+    """True where the native decoder accepts the row (``value``, ``headers`` columns)."""
+    return _fast_decode(value, headers)[0]
 
 
 def narrow(df: Any) -> Any:
@@ -383,12 +406,16 @@ def with_identity(window: Window, bucket_ms: int) -> Callable[[Any], Any]:
     return transform
 
 
-def prepare(resolvers: Mapping[str, str]) -> Callable[[Any], Any]:
+def prepare(resolvers: Mapping[str, str], *, trust_copies: bool = False) -> Callable[[Any], Any]:
     """Raw rows -> narrow rows with provenance and natively decoded events (what the job
-    caches); :func:`finish` completes them."""
+    caches); :func:`finish` completes them. ``trust_copies``: see :func:`with_events`."""
 
     def transform(df: Any) -> Any:
-        return df.transform(with_provenance).transform(with_events(resolvers)).transform(narrow)
+        return (
+            df.transform(with_provenance)
+            .transform(with_events(resolvers, trust_copies=trust_copies))
+            .transform(narrow)
+        )
 
     return transform
 

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from spark_reconcile.copies import trust_flag, unconfirmed
 from spark_reconcile.errors import ReconcileError
 from spark_reconcile.findings.looped import is_looped
 
@@ -22,7 +23,7 @@ MAX_DCS = 62
 """DCs one bitmask (a signed 64-bit long) can name."""
 
 FLAGGED_COLUMNS = ("ltopic", "rid", "held", "lacking", "maybe_duplicated")
-EVENT_COLUMNS = ("ek_min", "ek_max", "ev_held", "v_differ")
+EVENT_COLUMNS = ("ek_min", "ek_max", "ev_held", "v_differ", "unconfirmed")
 """What :func:`ids` adds per event id for ``divergent`` (:func:`~.divergent.suspect_keys`)."""
 
 
@@ -91,7 +92,9 @@ def ids(dcs: Sequence[str], expected: Iterable[tuple[str, str, str]]) -> Callabl
     when copies name another key), ``ev_held`` (bitmask of the DCs holding it as an event, 0
     for non-events) and ``v_differ`` (its copies' values differ). One aggregation on (logical
     topic, record id) serves missing, duplicated and divergent's suspects (an event's record
-    id is its event id), so every record is shuffled once for the three."""
+    id is its event id), so every record is shuffled once for the three. ``unconfirmed``
+    (with ``rid``): the id has tentative copies its decoded rows do not vouch for
+    (:mod:`spark_reconcile.copies`)."""
     from pyspark.sql import functions as F
 
     bits = dc_bits(dcs)
@@ -119,6 +122,7 @@ def ids(dcs: Sequence[str], expected: Iterable[tuple[str, str, str]]) -> Callabl
             # fixed-width hash aggregation
             F.when(is_event(), F.xxhash64("event_key")).alias("ek"),
             F.when(is_event(), F.col("vhash")).alias("vh"),
+            trust_flag(is_event()).alias("trust"),
         ).repartition("ltopic", "rid")
         b, counted, event = F.col("bit"), F.col("counted"), F.col("event")
         per_id = rows.groupBy("ltopic", "rid").agg(
@@ -131,19 +135,22 @@ def ids(dcs: Sequence[str], expected: Iterable[tuple[str, str, str]]) -> Callabl
             F.bit_or(F.when(event, b).otherwise(zero)).alias("ev_held"),
             F.min("vh").alias("v_min"),
             F.max("vh").alias("v_max"),
+            F.bit_or("trust").alias("trust"),
         )
         lacking = F.col("need").bitwiseAND(F.bitwise_not(F.col("held"))) != 0
         # a DC outside ``dcs`` has no bit: its rows make a candidate, which the exact
         # re-count clears
         maybe_dup = F.col("counted") > F.bit_count(F.col("counted_in"))
         flagged = F.col("lacking") | F.col("maybe_duplicated")
+        unsure = F.col("unconfirmed")
         return (
             per_id.withColumn("lacking", lacking)
             .withColumn("maybe_duplicated", maybe_dup)
-            .filter(flagged | (F.col("ev_held") != 0))
+            .withColumn("unconfirmed", unconfirmed(F.col("trust"), F.col("v_min"), F.col("v_max")))
+            .filter(flagged | (F.col("ev_held") != 0) | unsure)
             .select(
                 "ltopic",
-                F.when(flagged, F.col("rid")).alias("rid"),
+                F.when(flagged | unsure, F.col("rid")).alias("rid"),
                 "held",
                 "lacking",
                 "maybe_duplicated",
@@ -151,6 +158,7 @@ def ids(dcs: Sequence[str], expected: Iterable[tuple[str, str, str]]) -> Callabl
                 F.when(F.col("ek_max") != F.col("ek_min"), F.col("ek_max")).alias("ek_max"),
                 "ev_held",
                 (F.col("v_min") != F.col("v_max")).alias("v_differ"),
+                "unconfirmed",
             )
         )
 

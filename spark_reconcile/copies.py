@@ -1,0 +1,105 @@
+"""Trusted copies: decode an event once, where its origin wrote it, not in every DC.
+
+The mirror copies an event's value byte for byte, so a copy whose bytes equal those of a row
+the native decoder accepted decodes the same (same verdict, id and key), provided it carries
+no ``event-*`` header (those take part in the verdict). The job's read stage therefore gives
+the full envelope check only to the rows that are not such *tentative* copies; a tentative
+copy gets its id and key cut from the value (what the envelope pattern would have confirmed)
+and ``tent`` set. The presence aggregation, which already groups every row of an event id,
+then tells per id whether its tentative rows are *confirmed*: every in-window event row of
+the id has the same value hash and at least one of them was fully decoded. The tentative rows
+of unconfirmed ids (a forged or broken copy, an origin outside the read) get the full check
+afterwards (:func:`unverified`); if any fails it, the job writes its records again with every
+row decoded (``trust_copies=False``), so the findings are always those of a full decode.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from spark_reconcile.records import prepare, verdict
+
+_LOOKS_LIKE_ID = r'^\{"id":"[0-9A-HJKMNP-TV-Z]{26}"'
+TENT, VERIFIED, UNSURE = 1, 2, 4
+"""Bits of presence's per-row ``trust`` flag (:func:`trust_flag`)."""
+
+
+def tentative(has_envelope_headers: Any, max_bytes: int) -> Any:
+    """A mirrored copy (``aa-*`` headers present) without ``event-*`` headers whose value
+    starts like an envelope (``{"id":"`` and 26 id characters): its bytes decide for it."""
+    from pyspark.sql import functions as F
+
+    value = F.col("value")
+    head = F.substring(value, 1, 34).cast("string")
+    return F.coalesce(
+        F.col("has_prov")
+        & ~has_envelope_headers
+        & value.isNotNull()
+        & (F.length(value) <= max_bytes)
+        & head.rlike(_LOOKS_LIKE_ID),
+        F.lit(False),
+    )
+
+
+def trust_flag(is_event: Any) -> Any:
+    """Per row, for presence: ``TENT`` a tentative event row its hash can confirm, ``UNSURE``
+    a tentative row outside what presence compares (out of the window, bad provenance),
+    ``VERIFIED`` a fully decoded event row; 0 otherwise."""
+    from pyspark.sql import functions as F
+
+    return (
+        F.when(F.col("tent") & is_event, F.lit(TENT))
+        .when(F.col("tent"), F.lit(UNSURE))
+        .when(is_event, F.lit(VERIFIED))
+        .otherwise(F.lit(0))
+    )
+
+
+def unconfirmed(trust: Any, v_min: Any, v_max: Any) -> Any:
+    """Per id (``trust``: bit_or of :func:`trust_flag`): tentative rows that its fully
+    decoded rows do not vouch for."""
+    from pyspark.sql import functions as F
+
+    tent = trust.bitwiseAND(TENT | UNSURE) != 0
+    vouched = (trust.bitwiseAND(UNSURE) == 0) & (trust.bitwiseAND(VERIFIED) != 0) & (v_min == v_max)
+    return tent & ~F.coalesce(vouched, F.lit(False))
+
+
+def unverified(records: Any, per_id: Any) -> Any:
+    """The tentative rows of unconfirmed ids that the native decoder refuses (``records``:
+    finished rows with ``ev_value``; ``per_id``: :func:`~.presence.ids` rows)."""
+    from pyspark.sql import functions as F
+
+    todo = per_id.filter(F.col("unconfirmed")).select("ltopic", "rid")
+    rows = records.filter(F.col("tent")).join(F.broadcast(todo), ["ltopic", "rid"])
+    return rows.filter(~verdict("ev_value", "ev_headers"))
+
+
+def store_records(
+    spark: Any,
+    raw: Any,
+    resolvers: Any,
+    path: Path,
+    options: dict[str, str],
+    *,
+    trust_copies: bool,
+) -> Any:
+    """Raw rows -> the run's records (:func:`~.records.prepare`) written once as Parquet at
+    ``path``; the rows the native decoder refused, if any, decoded in Python into a second,
+    small file beside it. Returns the view over the two."""
+    from pyspark.sql import functions as F
+
+    from spark_reconcile.records import decode_slow_rows
+
+    raw.transform(prepare(resolvers, trust_copies=trust_copies)).write.options(**options).mode(
+        "overwrite"
+    ).parquet(str(path))
+    stored = spark.read.parquet(str(path))
+    if stored.filter(F.col("needs_slow")).isEmpty():
+        return stored  # no Python worker starts: every event took the native decoder
+    slow_path = path.parent / "slow"
+    stored.filter(F.col("needs_slow")).transform(
+        decode_slow_rows("ev_value", "ev_headers")
+    ).write.mode("overwrite").parquet(str(slow_path))
+    return stored.filter(~F.col("needs_slow")).unionByName(spark.read.parquet(str(slow_path)))

@@ -1,0 +1,77 @@
+"""Trusted copies (``spark_reconcile.copies``): a mirrored copy is decoded only when its bytes
+are unlike a decoded row's, and the job's path then gives what a full decode gives."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import pytest
+from pyspark.testing import assertDataFrameEqual
+
+from spark_reconcile.copies import unverified
+from spark_reconcile.findings.presence import ids
+from spark_reconcile.records import decode_slow, finish, normalise, prepare
+from spark_reconcile.source import raw_schema
+from spark_reconcile.window import Window
+from tests.helpers.reconcile import T0, mesh, raw_rows
+
+pytestmark = [pytest.mark.unit, pytest.mark.spark]
+
+DCS = ("SF", "NYC", "LON")
+WINDOW = Window(T0, T0 + 3_600_000, slack_ms=0)
+RESOLVERS = {"users": "lww"}
+FLOWS = [("SF", "users", d) for d in DCS if d != "SF"]
+IDENTITY = ("dc", "offset", "rid", "event_id", "event_key", "event_error")
+
+
+def _job_path(raw: Any) -> Any:
+    """The job's records with trusted copies (what ``store_records`` and ``finish`` give)."""
+    return (
+        raw.transform(prepare(RESOLVERS, trust_copies=True))
+        .transform(decode_slow("ev_value", "ev_headers"))
+        .transform(finish(WINDOW, 60_000))
+        .cache()
+    )
+
+
+def test_copies_are_decoded_only_where_their_bytes_differ_and_a_broken_one_is_caught(
+    spark: Any,
+) -> None:
+    users = mesh(DCS, "users", 3, events=True)
+    # a forged but well-formed copy (same id, another payload): confirmed by the full check
+    i = next(n for n, r in enumerate(users["LON"]) if b'"by":"SF","i":1}' in (r.value or b""))
+    forged = (users["LON"][i].value or b"").replace(b'"i":1}', b'"i":7}')
+    users["LON"][i] = replace(users["LON"][i], value=forged)
+    raw = spark.createDataFrame(raw_rows("users", users), raw_schema())
+    full = raw.transform(normalise(WINDOW, 60_000, RESOLVERS))
+    job = _job_path(raw)
+
+    # the copies took the cheap path; the decoded rows are every origin's own writes
+    assert {(r.dc, r.tent) for r in job.select("dc", "tent", "has_prov").collect()} == {
+        (dc, True) for dc in DCS
+    } | {(dc, False) for dc in DCS}
+    assert job.filter("tent").count() == 18
+    assert job.filter("tent and has_prov = false").count() == 0
+    # same identity for every row, same presence, and only the forged id to check fully
+    assertDataFrameEqual(job.select(*IDENTITY), full.select(*IDENTITY))
+    per_id = job.transform(ids(DCS, FLOWS))
+    # (an unconfirmed id's row also names its rid)
+    assertDataFrameEqual(
+        per_id.drop("unconfirmed", "rid"),
+        full.transform(ids(DCS, FLOWS)).drop("unconfirmed", "rid"),
+    )
+    todo = per_id.filter("unconfirmed").collect()
+    assert [r.rid for r in todo] == [f"event:{forged[7:33].decode()}"]
+    assert unverified(job, per_id).count() == 0
+
+    # a copy whose bytes are broken but start like an envelope: cut like an event, then
+    # refused by the full check (the job then decodes every row again)
+    broken = (users["NYC"][i].value or b"")[:-9]
+    users["NYC"][i] = replace(users["NYC"][i], value=broken)
+    raw = spark.createDataFrame(raw_rows("users", users), raw_schema())
+    job = _job_path(raw)
+    bad = unverified(job, job.transform(ids(DCS, FLOWS))).select("dc", "offset").collect()
+    assert [(r.dc, r.offset) for r in bad] == [("NYC", i)]
+    full = raw.transform(normalise(WINDOW, 60_000, RESOLVERS))
+    assert full.filter("dc = 'NYC' and event_error is not null").count() == 1
