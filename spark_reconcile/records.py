@@ -294,7 +294,9 @@ def with_events(
         mapping = F.create_map(*[F.lit(x) for kv in sorted(resolvers.items()) for x in kv])
         resolver = mapping[F.col("ltopic")]
         ok, ev_id, ev_key, has_envelope_headers = _fast_decode()
-        tent = resolver.isNotNull() & tentative(has_envelope_headers, MAX_FAST_BYTES)
+        tent = resolver.isNotNull() & tentative(
+            _header_keys(), has_envelope_headers, MAX_FAST_BYTES
+        )
         if trust_copies:
             # the full verdict only where the row is not a tentative copy (a CASE evaluates
             # the branch it takes)

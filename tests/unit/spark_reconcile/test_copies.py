@@ -73,5 +73,3 @@ def test_copies_are_decoded_only_where_their_bytes_differ_and_a_broken_one_is_ca
     job = _job_path(raw)
     bad = unverified(job, job.transform(ids(DCS, FLOWS))).select("dc", "offset").collect()
     assert [(r.dc, r.offset) for r in bad] == [("NYC", i)]
-    full = raw.transform(normalise(WINDOW, 60_000, RESOLVERS))
-    assert full.filter("dc = 'NYC' and event_error is not null").count() == 1
