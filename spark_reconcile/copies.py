@@ -69,14 +69,24 @@ def unconfirmed(trust: Any, v_min: Any, v_max: Any) -> Any:
     return tent & ~F.coalesce(vouched, F.lit(False))
 
 
-def unverified(records: Any, per_id: Any) -> Any:
+def unverified(records: Any, per_id: Any, path: Path) -> Any:
     """The tentative rows of unconfirmed ids that the native decoder refuses (``records``:
-    finished rows with ``ev_value``; ``per_id``: :func:`~.presence.ids` rows)."""
+    finished rows with ``ev_value``; ``per_id``: :func:`~.presence.ids` rows). Those rows are
+    written to ``path`` first and checked there: in one query, Spark's optimizer moves the
+    check below the join (onto every tentative row), whatever the condition is written as."""
     from pyspark.sql import functions as F
 
-    todo = per_id.filter(F.col("unconfirmed")).select("ltopic", "rid")
-    rows = records.filter(F.col("tent")).join(F.broadcast(todo), ["ltopic", "rid"])
-    return rows.filter(~verdict("ev_value", "ev_headers"))
+    # a tentative row's rid is "event:" + its event id, and it has no event-* header
+    todo = per_id.filter(F.col("unconfirmed")).select(
+        "ltopic", F.expr("substring(rid, 7)").alias("event_id")
+    )
+    records.filter(F.col("tent")).select("ltopic", "event_id", "dc", "offset", "ev_value").join(
+        F.broadcast(todo), ["ltopic", "event_id"]
+    ).write.mode("overwrite").parquet(str(path))
+    rows = records.sparkSession.read.parquet(str(path)).withColumn(
+        "no_headers", F.lit(None).cast("array<struct<key:string,value:binary>>")
+    )
+    return rows.filter(~verdict("ev_value", "no_headers"))
 
 
 def store_records(

@@ -223,7 +223,8 @@ def reconcile(
             str(ids_path)
         )
         per_id = spark.read.parquet(str(ids_path))
-        if not trust or unverified(with_event_values, per_id).isEmpty():
+        unsure = ids_path.parent / "unconfirmed"
+        if not trust or unverified(with_event_values, per_id, unsure).isEmpty():
             break
 
     def with_values(positions: Any) -> Any:
