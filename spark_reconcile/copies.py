@@ -48,13 +48,15 @@ def tentative(header_keys: Any, has_envelope_headers: Any, max_bytes: int) -> An
 def trust_flag(is_event: Any) -> Any:
     """Per row, for presence: ``TENT`` a tentative event row its hash can confirm, ``UNSURE``
     a tentative row outside what presence compares (out of the window, bad provenance),
-    ``VERIFIED`` a fully decoded event row; 0 otherwise."""
+    ``VERIFIED`` an event row the native decoder accepted; 0 otherwise. (A row only the
+    Python decoder accepted vouches for nothing: its key may be written with escapes, which
+    a tentative copy's cut key would keep.)"""
     from pyspark.sql import functions as F
 
     return (
         F.when(F.col("tent") & is_event, F.lit(TENT))
         .when(F.col("tent"), F.lit(UNSURE))
-        .when(is_event, F.lit(VERIFIED))
+        .when(is_event & ~F.col("needs_slow"), F.lit(VERIFIED))
         .otherwise(F.lit(0))
     )
 
