@@ -182,11 +182,13 @@ def explain(dc: Datacenter, address: str, exc: BaseException) -> ConnectionSetup
 async def preflight(dcs: Iterable[Datacenter], *, timeout_s: float = 30.0) -> None:
     """Open one connection to each DC's first reachable bootstrap server with aa's settings.
 
-    Raises :class:`ConnectionSetupError` when TLS or SASL refuse it. A server that does not
+    Raises :class:`ConnectionSetupError` when TLS or SASL refuse it, or when two DCs reach the
+    same cluster (its id, from a metadata request on that connection). A server that does not
     answer at all is left to the command's own handling (it may be down for a moment).
     """
     from aiokafka.conn import create_conn
 
+    clusters: dict[str, str] = {}  # cluster id -> the first DC seen reaching it
     for dc in dcs:
         kwargs = client_kwargs(dc)
         for server in dc.bootstrap.split(","):
@@ -211,5 +213,28 @@ async def preflight(dcs: Iterable[Datacenter], *, timeout_s: float = 30.0) -> No
                 if explained is not None:
                     raise explained from None
                 continue
-            conn.close()
+            try:
+                cluster = await _cluster_id(conn, timeout_s)
+            finally:
+                conn.close()
+            other = clusters.setdefault(cluster, dc.name) if cluster else dc.name
+            if other != dc.name:
+                raise ConnectionSetupError(
+                    f"datacenters.{other} and datacenters.{dc.name} reach the same Kafka cluster "
+                    f"(cluster id {cluster}): each DC is its own cluster, or its records would "
+                    f"be copied twice under two origins; fix datacenters.{other}.bootstrap or "
+                    f"datacenters.{dc.name}.bootstrap ({dc.bootstrap})"
+                )
             break
+
+
+async def _cluster_id(conn: Any, timeout_s: float) -> str | None:
+    """The id of the cluster behind an open connection (``None``: no answer to say it)."""
+    from aiokafka.protocol.metadata import MetadataRequest
+
+    try:
+        response = await asyncio.wait_for(conn.send(MetadataRequest([])), timeout_s)
+    except Exception:  # noqa: BLE001 - the command's own handling reports a DC that does not answer
+        return None
+    cluster = getattr(response, "cluster_id", None)
+    return cluster if isinstance(cluster, str) else None
