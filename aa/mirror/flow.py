@@ -18,9 +18,8 @@ import asyncio
 import contextlib
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
-from aiokafka.errors import KafkaError
 
-from aa.admin import AdminNotAuthorized, ClusterAdmin, TopicRefused
+from aa.admin import ClusterAdmin, TopicRefused
 from aa.lifecycle import started
 from aa.logs import get_logger
 from aa.mirror import batches, restamp
@@ -104,10 +103,6 @@ class MirrorFlow:
         what happened)."""
         try:
             await self._run(stop)
-        except (KafkaError, AdminNotAuthorized) as exc:  # as raised: an ACL's refusal is said
-            if (denied := not_authorized(exc, self.settings)) is None:
-                raise
-            raise denied from exc
         except TopicRefused as exc:
             raise FlowError(
                 f"{self.settings.name}: {exc}; no restart gets past that, so the flow stops: "
@@ -115,6 +110,20 @@ class MirrorFlow:
                 kind="topic-refused",
                 retriable=False,
             ) from exc
+        except Exception as exc:
+            if (denied := self._refused_by_acl(exc)) is None:
+                raise
+            raise denied from exc
+
+    def _refused_by_acl(self, exc: Exception) -> FlowError | None:
+        """An ACL's refusal behind ``exc`` as what it is (one message, not retried): one a
+        client raised as it is, or one of the offset syncs, written in the background, which
+        the flow meets later as another error (a sync that failed; in a transaction, every
+        later send refused)."""
+        if isinstance(exc, FlowError) and exc.kind == "not-authorized":
+            return None  # said already, by the stage that knew its side
+        syncs = self.syncs.last_error if self.syncs is not None else None
+        return not_authorized(exc, self.settings) or not_authorized(syncs, self.settings, "target")
 
     async def _run(self, stop: asyncio.Event) -> None:
         s = self.settings

@@ -76,9 +76,7 @@ class Settler:
         assert syncs is not None
         if meta.partition != tp.partition or target != self.ctx.router.target_topic(tp.topic):
             return
-        if syncs.failed:
-            if (denied := not_authorized(syncs.last_error, s, "target")) is not None:
-                raise denied
+        if syncs.failed:  # an ACL's refusal among them is said as such by the flow
             raise FlowError(
                 f"{s.name}: writing offset syncs to {syncs.topic} in "
                 f"{s.target} failed: {syncs.last_error!r}",

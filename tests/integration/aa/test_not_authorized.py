@@ -148,3 +148,19 @@ async def test_source_configs_the_mirror_may_not_read_stop_it_and_are_not_wiped_
     assert f"--operation DescribeConfigs --topic {topic}" in error, error
     async with ClusterAdmin("NYC", bootstrap_servers=nyc) as admin:
         assert (await admin.topic_configs([topic]))[topic].get("cleanup.policy") == "compact"
+
+
+async def test_exactly_once_offset_sync_topic_the_mirror_may_not_write_stops_the_flow_once(
+    authorizing: dict[str, DcCluster], unique_name: Names
+) -> None:
+    """Inside a transaction the same refusal was a retriable "offset syncs failed": a restart
+    loop."""
+    syncs = unique_name("eos-syncs")
+    flow = await eos_flow(
+        authorizing, unique_name, "acl-eos-syncs", partitions=1, offset_sync_topic=syncs
+    )
+    await create_topic(flow.nyc, syncs)
+    await acls.deny(flow.nyc, "topic", syncs, "write")
+    await produce(flow.sf, flow.topic, [Rec(b"k", b"v")])
+    error = await _stops_once(flow.settings, flow.router)
+    assert f"{flow.settings.target} does not allow this flow to write topic {syncs}" in error, error
