@@ -116,14 +116,18 @@ class MirrorFlow:
             raise denied from exc
 
     def _refused_by_acl(self, exc: Exception) -> FlowError | None:
-        """An ACL's refusal behind ``exc`` as what it is (one message, not retried): one a
-        client raised as it is, or one of the offset syncs, written in the background, which
-        the flow meets later as another error (a sync that failed; in a transaction, every
-        later send refused)."""
-        if isinstance(exc, FlowError) and exc.kind == "not-authorized":
-            return None  # said already, by the stage that knew its side
+        """What stopped the flow when ``exc`` only shows it second: an ACL's refusal one
+        client raised as it is, or a refusal of the offset syncs, written in the background,
+        which the flow meets later as another error (a sync that failed; in a transaction,
+        every later send refused with ``IllegalOperation``): an ACL, or a fence."""
+        if isinstance(exc, FlowError) and exc.kind in ("not-authorized", "fenced"):
+            return None  # said already, by the stage that knew it
         syncs = self.syncs.last_error if self.syncs is not None else None
-        return not_authorized(exc, self.settings) or not_authorized(syncs, self.settings, "target")
+        return (
+            not_authorized(exc, self.settings)
+            or not_authorized(syncs, self.settings, "target")
+            or (self.delivery.refusal(syncs) if syncs is not None else None)
+        )
 
     async def _run(self, stop: asyncio.Event) -> None:
         s = self.settings
