@@ -58,8 +58,7 @@ class ReadPlan:
         self.policy: ReplicationPolicy = policy_for(topology)
         self.routes = RouteTable(topology.dc_names, topology.flows)
         self._selectors = {
-            f.name: TopicSelector(topology, f, routes=self.routes, policy=self.policy)
-            for f in topology.flows
+            f.name: TopicSelector(topology, f, routes=self.routes) for f in topology.flows
         }
         self._heartbeats = topology.heartbeats.topic if topology.heartbeats.enabled else None
 

@@ -29,19 +29,31 @@ class ProcessSnapshot:
 
 @dataclass(slots=True)
 class FlowStatus:
+    """One inbound flow's row of `aa status` (and an element of ``flows`` in ``--json``)."""
+
     flow: str
     source: str
     target: str
     state: str = "unknown"
+    """The process's state of the flow (``running``, ``backoff``, ``failed``...), else ``no
+    process``, ``DC down`` or ``source X down``; ``unknown`` when nothing says."""
     lag_records: int | None = None
+    """Source records not yet committed by the flow, from the committed offsets."""
     lag_seconds: float | None = None
+    """Age of the oldest such record, over the flow's partitions."""
     latency_p50_s: float | None = None
     latency_p99_s: float | None = None
+    """Seconds from a record's write in the source to its copy's write in the target: the
+    median and the 99th percentile of the process's latency histogram."""
     heartbeat_age_s: float | None = None
+    """How long ago the target last received the source's heartbeat."""
     heartbeat_latency_s: float | None = None
     restarts: int | None = None
     last_error: str | None = None
+    """The flow's last error as its process reports it (``restarts`` counts the restarts it
+    caused); while it is set the flow is not healthy."""
     records: float | None = None
+    """Records the process copied for this flow since it started."""
     rate: float | None = None
     """Records per second copied (catch-up), when known."""
     eta_s: float | None = None

@@ -30,10 +30,13 @@ was chosen). aiokafka 0.14 picks each request's version from the broker's ApiVer
 COMPAT_KAFKA_VERSION = "3.9.2"
 """The 3.9 line stays supported: CI runs the mesh, exactly-once and failover tests on it too."""
 KAFKA_VERSION_ENV = "AA_KAFKA_VERSION"
+"""Names another Kafka release for ``aa dev`` and the test suite (``--kafka-version`` wins)."""
 LOG4J2_VERSION = "2.25.4"
 """Kafka 4.x ships log4j-core but no SLF4J binding; this version matches what 4.3 depends on."""
 SCALA_BINARY = "2.13"
+"""The Scala build of Kafka's and Spark's jars."""
 MANIFEST = "manifest.json"
+"""Written last into an artifact folder, listing its jars: a folder without it is fetched again."""
 _VERSION_RE = re.compile(r"\d+\.\d+\.\d+")
 
 

@@ -31,6 +31,18 @@ def state_root() -> Path:
     return (Path(xdg).expanduser() if xdg else Path.home() / ".local" / "state") / "aa" / "dev"
 
 
+class _InHome:
+    """A path under a cluster's home, read as an attribute: ``pid_file = _InHome("broker.pid")``."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __get__(self, cluster: DevCluster, owner: type | None = None) -> Path:
+        return cluster.home / self.name
+
+
 @dataclass(frozen=True, slots=True)
 class DevCluster:
     """One DC's local cluster: a combined broker+controller on loopback."""
@@ -50,21 +62,10 @@ class DevCluster:
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
 
-    @property
-    def properties(self) -> Path:
-        return self.home / "server.properties"
-
-    @property
-    def data_dir(self) -> Path:
-        return self.home / "data"
-
-    @property
-    def log_dir(self) -> Path:
-        return self.home / "logs"
-
-    @property
-    def pid_file(self) -> Path:
-        return self.home / "broker.pid"
+    properties = _InHome("server.properties")
+    data_dir = _InHome("data")
+    log_dir = _InHome("logs")
+    pid_file = _InHome("broker.pid")
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from aa.config.model import Flow, Topology
 from aa.policy.naming import policy_for
 from aa.policy.routes import RouteTable
-from aa.protocols import ReplicationPolicy
 
 COPY = "copy"
 
@@ -38,16 +37,9 @@ class TopicDecision:
 class TopicSelector:
     """Topic decisions of one flow, cached per topic name."""
 
-    def __init__(
-        self,
-        topology: Topology,
-        flow: Flow,
-        *,
-        routes: RouteTable | None = None,
-        policy: ReplicationPolicy | None = None,
-    ) -> None:
+    def __init__(self, topology: Topology, flow: Flow, *, routes: RouteTable | None = None) -> None:
         self.flow = flow
-        self.policy = policy or policy_for(topology)
+        self.policy = policy_for(topology)
         self.routes = routes or RouteTable(topology.dc_names, topology.flows)
         self.prefix = topology.loop_prevention.mode == "prefix"
         self.book = self.prefix and topology.loop_prevention.style == "book"

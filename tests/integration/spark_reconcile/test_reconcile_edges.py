@@ -19,9 +19,9 @@ import asyncio
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 import pytest
@@ -100,8 +100,9 @@ def _reconcile(config: Path, out: Path, since: int, until: int, *extra: str) -> 
     return code, orjson.loads(path.read_bytes()) if path.exists() else None
 
 
-@dataclass(frozen=True, slots=True)
-class MeshRun:
+class MeshRun(NamedTuple):
+    """One reconcile of the mesh fixture: its exit code, its summary and the two topics."""
+
     code: int
     summary: dict[str, Any]
     orders: str
