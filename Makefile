@@ -39,7 +39,8 @@ demo: fetch
 # test (~330 s, mostly waiting for kills, restarts and brokers) follow it on their own brokers.
 SIDE_TESTS ?= tests/integration/examples tests/integration/aa/test_drill_convergence.py \
 	tests/integration/spark_reconcile tests/unit/spark_reconcile
-LATE_TESTS ?= tests/integration/aa/test_drills.py tests/integration/aa/test_security.py
+LATE_TESTS ?= tests/integration/aa/test_drills.py tests/integration/aa/test_security.py \
+	tests/integration/aa/test_coordinator_unavailable.py
 test: fetch
 	@side_tmp=$$(mktemp -d); \
 	( AA_KAFKA_VERSION=$(COMPAT_KAFKA) $(BIN)/python -m pytest -m kafka39 -p no:cacheprovider \

@@ -15,6 +15,7 @@ from typing import Any
 from aiokafka.admin import AIOKafkaAdminClient, NewPartitions, NewTopic
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 
+from aa.coordinators import CoordinatorBlocked, Kind, blocked
 from aa.errors import AaError
 from aa.lifecycle import AsyncResource
 from aa.topic_ids import topic_ids
@@ -81,6 +82,10 @@ class ClusterAdmin(AsyncResource):
 
     async def _close(self) -> None:
         await self._client.close()
+
+    async def coordinator_blocked(self, kind: Kind) -> CoordinatorBlocked | None:
+        """Why this cluster cannot host a ``kind`` coordinator (see :mod:`aa.coordinators`)."""
+        return await blocked(self._client, kind)
 
     async def topics(self) -> dict[str, TopicInfo]:
         """Every topic with its partition count (internal topics flagged)."""

@@ -110,12 +110,15 @@ TEST_BROKER = (
 within half a second of their timeout (Kafka's default scan: every 10 s)."""
 
 
-def start_local_clusters(names: tuple[str, ...], root: Path) -> list[devcluster.DevCluster]:
-    """Start one broker per name on free ports under ``root`` with the product launcher."""
+def start_local_clusters(
+    names: tuple[str, ...], root: Path, extra: tuple[tuple[str, str], ...] = ()
+) -> list[devcluster.DevCluster]:
+    """Start one broker per name on free ports under ``root`` with the product launcher
+    (``extra``: broker settings on top of :data:`TEST_BROKER`)."""
     ports = devcluster.free_ports(2 * len(names))
     specs = [
         devcluster.DevCluster(
-            name, ports[2 * i], ports[2 * i + 1], root / name, extra_properties=TEST_BROKER
+            name, ports[2 * i], ports[2 * i + 1], root / name, extra_properties=TEST_BROKER + extra
         )
         for i, name in enumerate(names)
     ]

@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from functools import partial
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
 from aa.admin import ClusterAdmin, TopicRefused
+from aa.coordinators import CoordinatorBlocked, unless_blocked, waited
 from aa.lifecycle import started
 from aa.logs import get_logger
 from aa.mirror import batches, restamp
@@ -109,6 +111,14 @@ class MirrorFlow:
                 "leave its source topic out of this flow (topics.exclude), or rename it",
                 kind="topic-refused",
                 retriable=False,
+            ) from exc
+        except CoordinatorBlocked as exc:  # the flow's group lives in the source, its
+            # transactions in the target
+            dc = self.settings.source if exc.kind == "group" else self.settings.target
+            raise FlowError(
+                f"{self.settings.name}: {dc} has no {exc.kind} coordinator: {exc}",
+                kind="coordinator-unavailable",
+                retriable=True,
             ) from exc
         except Exception as exc:
             if (denied := self._refused_by_acl(exc)) is None:
@@ -203,6 +213,9 @@ class MirrorFlow:
                     assert self._committer is not None
                     self._committer.task = tg.create_task(self._committer.loop())
                     tg.create_task(self.delivery.watch(stop))
+                    if group is not None:
+                        blocked = partial(source_admin.coordinator_blocked, "group")
+                        tg.create_task(unless_blocked(consumer.assignment, blocked, stop))
                     if s.topic_sync:
                         assert self._placement is not None
                         tg.create_task(self._placement.sync_loop(stop, self.metrics))
@@ -231,7 +244,12 @@ class MirrorFlow:
             request_timeout_ms=s.request_timeout_ms,
             **self.delivery.producer_options(),
         )
-        await started(producer)
+        start = started(producer)
+        if self.delivery.transactional:  # waits for its producer id, from a transaction
+            # coordinator, which a target that cannot host one would never answer with
+            assert self.target_admin is not None
+            start = waited(start, partial(self.target_admin.coordinator_blocked, "transaction"))
+        await start
         never_expire(producer)
         stack.push_async_exit(lambda et, *_: stop_target(producer, s.name, failed=et is not None))
         return producer

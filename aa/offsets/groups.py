@@ -23,6 +23,7 @@ from aiokafka.errors import (
 )
 from aiokafka.structs import OffsetAndMetadata
 
+from aa.coordinators import blocked
 from aa.errors import AaError
 from aa.lifecycle import started
 
@@ -33,8 +34,11 @@ COORDINATOR_RETRY_S = 30.0
 _T = TypeVar("_T")
 
 
-async def _with_coordinator(call: Callable[[], Awaitable[_T]]) -> _T:
+async def _with_coordinator(admin: AIOKafkaAdminClient, call: Callable[[], Awaitable[_T]]) -> _T:
+    """``call()``, retried while the group coordinator is missing or loading; at once
+    :class:`~aa.coordinators.CoordinatorBlocked` when the cluster cannot host one at all."""
     deadline = time.monotonic() + COORDINATOR_RETRY_S
+    asked = False
     while True:
         try:
             return await call()
@@ -42,7 +46,11 @@ async def _with_coordinator(call: Callable[[], Awaitable[_T]]) -> _T:
             GroupCoordinatorNotAvailableError,
             CoordinatorLoadInProgressError,
             NotCoordinatorError,
-        ):
+        ) as exc:
+            if not asked and isinstance(exc, GroupCoordinatorNotAvailableError):
+                asked = True
+                if (why := await blocked(admin, "group")) is not None:
+                    raise why from exc
             if time.monotonic() > deadline:
                 raise
             await asyncio.sleep(0.5)
@@ -67,7 +75,7 @@ async def list_groups(client: Mapping[str, Any]) -> list[str]:
     admin = AIOKafkaAdminClient(**client)
     await started(admin)
     try:
-        return sorted(g for g, _ in await _with_coordinator(admin.list_consumer_groups))
+        return sorted(g for g, _ in await _with_coordinator(admin, admin.list_consumer_groups))
     finally:
         await admin.close()
 
@@ -77,7 +85,7 @@ async def group_offsets(client: Mapping[str, Any], group: str) -> dict[TopicPart
     admin = AIOKafkaAdminClient(**client)
     await started(admin)
     try:
-        raw = await _with_coordinator(lambda: admin.list_consumer_group_offsets(group))
+        raw = await _with_coordinator(admin, lambda: admin.list_consumer_group_offsets(group))
     finally:
         await admin.close()
     return {tp: m.offset for tp, m in raw.items() if m.offset >= 0}
@@ -87,7 +95,7 @@ async def group_state(client: Mapping[str, Any], group: str) -> GroupState:
     admin = AIOKafkaAdminClient(**client)
     await started(admin)
     try:
-        [resp] = await _with_coordinator(lambda: admin.describe_consumer_groups([group]))
+        [resp] = await _with_coordinator(admin, lambda: admin.describe_consumer_groups([group]))
     finally:
         await admin.close()
     for g in resp.to_object()["groups"]:
