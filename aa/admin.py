@@ -85,7 +85,7 @@ class ClusterAdmin(AsyncResource):
 
     async def coordinator_blocked(self, kind: Kind) -> CoordinatorBlocked | None:
         """Why this cluster cannot host a ``kind`` coordinator (see :mod:`aa.coordinators`)."""
-        return await blocked(self._client, kind)
+        return await blocked(self._client, kind, self.dc)
 
     async def topics(self) -> dict[str, TopicInfo]:
         """Every topic with its partition count (internal topics flagged)."""

@@ -42,10 +42,11 @@ class CoordinatorBlocked(AaError):
         self.kind = kind
 
 
-async def blocked(client: AIOKafkaAdminClient, kind: Kind) -> CoordinatorBlocked | None:
-    """Why ``client``'s cluster cannot host a ``kind`` coordinator: its internal topic is
-    missing and its brokers' replication factor for it exceeds the live brokers. ``None`` when
-    that is not the cause, or it cannot be told (a refused or failed describe)."""
+async def blocked(client: AIOKafkaAdminClient, kind: Kind, where: str) -> CoordinatorBlocked | None:
+    """Why ``client``'s cluster (``where``: its DC or address, for the message) cannot host a
+    ``kind`` coordinator: its internal topic is missing and its brokers' replication factor for
+    it exceeds the live brokers. ``None`` when that is not the cause, or it cannot be told (a
+    refused or failed describe)."""
     topic, setting = INTERNAL[kind]
     try:
         cluster = (await client._get_cluster_metadata()).to_object()
@@ -70,10 +71,11 @@ async def blocked(client: AIOKafkaAdminClient, kind: Kind) -> CoordinatorBlocked
         return None
     return CoordinatorBlocked(
         kind,
-        f"its brokers cannot create {topic}, where {kind} coordinators live: {setting}={rf} "
+        f"the brokers of {where} cannot create {topic}, where {kind} coordinators live: "
+        f"{setting}={rf} "
         f"but the cluster has {live} live broker{'s' if live != 1 else ''}. Set {setting}="
         f"{live} (or less) in the brokers' configuration and restart them, or start more "
-        "brokers; aa retries until then",
+        "brokers",
     )
 
 

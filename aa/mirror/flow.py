@@ -116,7 +116,8 @@ class MirrorFlow:
             # transactions in the target
             dc = self.settings.source if exc.kind == "group" else self.settings.target
             raise FlowError(
-                f"{self.settings.name}: {dc} has no {exc.kind} coordinator: {exc}",
+                f"{self.settings.name}: {dc} has no {exc.kind} coordinator: {exc}; the flow "
+                "retries until then",
                 kind="coordinator-unavailable",
                 retriable=True,
             ) from exc

@@ -34,7 +34,9 @@ COORDINATOR_RETRY_S = 30.0
 _T = TypeVar("_T")
 
 
-async def _with_coordinator(admin: AIOKafkaAdminClient, call: Callable[[], Awaitable[_T]]) -> _T:
+async def _with_coordinator(
+    client: Mapping[str, Any], admin: AIOKafkaAdminClient, call: Callable[[], Awaitable[_T]]
+) -> _T:
     """``call()``, retried while the group coordinator is missing or loading; at once
     :class:`~aa.coordinators.CoordinatorBlocked` when the cluster cannot host one at all."""
     deadline = time.monotonic() + COORDINATOR_RETRY_S
@@ -49,7 +51,9 @@ async def _with_coordinator(admin: AIOKafkaAdminClient, call: Callable[[], Await
         ) as exc:
             if not asked and isinstance(exc, GroupCoordinatorNotAvailableError):
                 asked = True
-                if (why := await blocked(admin, "group")) is not None:
+                if (
+                    why := await blocked(admin, "group", str(client.get("bootstrap_servers")))
+                ) is not None:
                     raise why from exc
             if time.monotonic() > deadline:
                 raise
@@ -75,7 +79,9 @@ async def list_groups(client: Mapping[str, Any]) -> list[str]:
     admin = AIOKafkaAdminClient(**client)
     await started(admin)
     try:
-        return sorted(g for g, _ in await _with_coordinator(admin, admin.list_consumer_groups))
+        return sorted(
+            g for g, _ in await _with_coordinator(client, admin, admin.list_consumer_groups)
+        )
     finally:
         await admin.close()
 
@@ -85,7 +91,9 @@ async def group_offsets(client: Mapping[str, Any], group: str) -> dict[TopicPart
     admin = AIOKafkaAdminClient(**client)
     await started(admin)
     try:
-        raw = await _with_coordinator(admin, lambda: admin.list_consumer_group_offsets(group))
+        raw = await _with_coordinator(
+            client, admin, lambda: admin.list_consumer_group_offsets(group)
+        )
     finally:
         await admin.close()
     return {tp: m.offset for tp, m in raw.items() if m.offset >= 0}
@@ -95,7 +103,9 @@ async def group_state(client: Mapping[str, Any], group: str) -> GroupState:
     admin = AIOKafkaAdminClient(**client)
     await started(admin)
     try:
-        [resp] = await _with_coordinator(admin, lambda: admin.describe_consumer_groups([group]))
+        [resp] = await _with_coordinator(
+            client, admin, lambda: admin.describe_consumer_groups([group])
+        )
     finally:
         await admin.close()
     for g in resp.to_object()["groups"]:
