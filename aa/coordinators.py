@@ -72,10 +72,9 @@ async def blocked(client: AIOKafkaAdminClient, kind: Kind, where: str) -> Coordi
     return CoordinatorBlocked(
         kind,
         f"the brokers of {where} cannot create {topic}, where {kind} coordinators live: "
-        f"{setting}={rf} "
-        f"but the cluster has {live} live broker{'s' if live != 1 else ''}. Set {setting}="
-        f"{live} (or less) in the brokers' configuration and restart them, or start more "
-        "brokers",
+        f"{setting}={rf} but the cluster has {live} live broker{'s' if live != 1 else ''}. "
+        f"Set {setting}={live} (or less) in the brokers' configuration and restart them, or "
+        "start more brokers",
     )
 
 
@@ -97,8 +96,8 @@ async def waited(
     call: Awaitable[_T], why: Callable[[], Awaitable[CoordinatorBlocked | None]]
 ) -> _T:
     """``call`` (which waits on a coordinator), or what ``why`` finds blocks that coordinator
-    (e.g. ``lambda: blocked(client, "transaction")``), asked after every :data:`CHECK_AFTER_S`
-    of waiting."""
+    (e.g. ``partial(admin.coordinator_blocked, "transaction")``), asked after every
+    :data:`CHECK_AFTER_S` of waiting."""
     task = asyncio.ensure_future(call)
     try:
         while True:
