@@ -16,26 +16,19 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-ERROR_PREFIX = "!error: "
-CONFLICTING, ABSENT, UNFOLDABLE = "conflicting copies", "absent events", "unfoldable"
+from spark_reconcile.findings.fold import (
+    ABSENT,
+    CONFLICTING,
+    DRIVER_FOLD_MAX_EVENTS,
+    ERROR_PREFIX,
+    UNFOLDABLE,
+    divergent_on_driver,
+    key_states,
+)
+
 REASONS = (CONFLICTING, ABSENT, UNFOLDABLE)
 COUNTED = (CONFLICTING, UNFOLDABLE)
 """Reasons counted as ``divergent`` (absent events are counted where they are absent)."""
-
-
-def _fold_udf() -> Any:
-    from pyspark.sql import functions as F
-
-    def fold(resolver: str, events: Any) -> str:
-        from spark_reconcile.events import state_hash
-
-        records = [(e[0], [(h[0], h[1]) for h in e[1] or ()]) for e in events]
-        try:
-            return state_hash(resolver, records)
-        except Exception as exc:  # noqa: BLE001 - reported as the key's state: one bad key never fails the job
-            return f"{ERROR_PREFIX}{exc}"[:300]
-
-    return F.udf(fold, "string", useArrow=False)
 
 
 def events(df: Any, values: tuple[str, str] | None = None) -> Any:
@@ -198,26 +191,13 @@ def conflicting(suspect_events: Any) -> Any:
     )
 
 
-def key_states(evs_with_values: Any) -> Any:
-    """Per (logical topic, key, DC) of events carrying ``value`` and ``headers``: number of
-    events and the folded state hash (Python, so only for suspect keys)."""
-    from pyspark.sql import functions as F
-
-    grouped = evs_with_values.groupBy("ltopic", "resolver", "key", "dc").agg(
-        F.count(F.lit(1)).alias("events"),
-        F.collect_list(F.struct("value", "headers")).alias("evs"),
-    )
-    return grouped.select(
-        "ltopic", "key", "dc", "events", _fold_udf()("resolver", "evs").alias("state_hash")
-    )
-
-
 def divergent(
     topic_dcs: Mapping[str, Sequence[str]],
     with_values: Callable[[Any], Any] | None,
     keep: Callable[[Any, str], Any] | None = None,
     suspect: Any = None,
     values: tuple[str, str] | None = None,
+    fold_on_driver: int = DRIVER_FOLD_MAX_EVENTS,
 ) -> Callable[[Any], Any]:
     """Normalised records -> divergent keys. ``topic_dcs``: logical topic -> the DCs that should
     hold it. ``with_values``: positions (``dc, topic, partition, offset`` plus columns to keep)
@@ -229,7 +209,8 @@ def divergent(
     computed them with its presence aggregation; else the digests of :func:`suspects`. Rows:
     ``values``: the names of the records' value and headers columns, when the records carry
     them: with ``keep``, the suspect keys' events and their values are then read in one scan
-    of the records and kept, and ``with_values`` is not called. Rows:
+    of the records and kept, and ``with_values`` is not called; the driver folds them when
+    they are at most ``fold_on_driver`` events (:mod:`~spark_reconcile.findings.fold`). Rows:
     ``ltopic, key, hashes`` (DC -> state hash), ``absent_in``, ``reason``."""
     from pyspark.sql import functions as F
 
@@ -250,6 +231,12 @@ def divergent(
         if keep is not None:
             # few events: every use below reads them from one small file, not the records
             suspect_events = keep(suspect_events, "suspect_events")
+        if one_scan:
+            # few suspect events, as a rule: the driver folds them (no Python worker starts)
+            # and decides each key as the plan below would
+            found = divergent_on_driver(suspect_events, topic_dcs, fold_on_driver)
+            if found is not None:
+                return found
         sus = conflicting(suspect_events).join(
             absent_from(topic_dcs, suspect_events), ["ltopic", "key"]
         )
