@@ -27,7 +27,7 @@ from spark_reconcile.findings.divergent import COUNTED, suspect_keys
 from spark_reconcile.findings.missing import EXPIRED, IN_FLIGHT, MISSING
 from spark_reconcile.findings.presence import Flagged, flag_dcs, flagged_only
 from spark_reconcile.findings.presence import ids as presence_ids
-from spark_reconcile.frames import literal_frame
+from spark_reconcile.frames import empty_like, literal_frame
 from spark_reconcile.options import JobOptions, add_arguments, from_args
 from spark_reconcile.plan import ReadPlan
 from spark_reconcile.probe import Probe, horizons_frame, mirrored_frame, probe
@@ -262,7 +262,7 @@ def reconcile(
     }
 
     def only_if(rows: int, df: Any) -> Any:
-        return df if rows else df.limit(0)
+        return df if rows else empty_like(df)
 
     absent_path = out / "absent"
     only_if(
@@ -301,16 +301,17 @@ def reconcile(
         path = out / name
         df.write.mode("overwrite").parquet(str(path))
         written[name] = spark.read.parquet(str(path))
-    # the counted findings' rows: a sample of fewer than SAMPLE rows is all of them (a count
-    # query only for the findings with more: every query costs planning and code generation)
+    # rows: a sample under SAMPLE rows is all of them, divergent's from its counts per reason
     samples = {
         name: [] if empty.get(name) else to_jsonable(sample(written[name], "headers", "value"))
         for name in COUNT_FINDINGS
     }
+    by_reason = {r["reason"]: r["count"] for r in counts_by(written["divergent"], "reason")}
     rows = {
         name: len(samples[name]) if len(samples[name]) < SAMPLE else int(written[name].count())
         for name in COUNT_FINDINGS
-    }
+        if name != "divergent"
+    } | {"divergent": sum(by_reason.values())}
     for name in tables:
         _log().info("reconcile.finding", finding=name, rows=rows.get(name), path=str(out / name))
     if opts.repair:
@@ -318,7 +319,6 @@ def reconcile(
             not_older_than_target(spark, records, all_ranges)
         ).write.mode("overwrite").parquet(str(out / "repair"))
     counts = {name: rows[name] for name in COUNT_FINDINGS}
-    by_reason = {r["reason"]: r["count"] for r in counts_by(written["divergent"], "reason")}
     counts["divergent"] = sum(n for reason, n in by_reason.items() if reason in COUNTED)
     delay_rows = to_jsonable(stats.delay)
     p99 = {f"{r['flow']} {r['ltopic']}": float(r["p99_ms"]) for r in delay_rows}
