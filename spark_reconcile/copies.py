@@ -71,24 +71,38 @@ def unconfirmed(trust: Any, v_min: Any, v_max: Any) -> Any:
     return tent & ~F.coalesce(vouched, F.lit(False))
 
 
-def unverified(records: Any, per_id: Any, path: Path) -> Any:
-    """The tentative rows of unconfirmed ids that the native decoder refuses (``records``:
-    finished rows with ``ev_value``; ``per_id``: :func:`~.presence.ids` rows). Those rows are
-    written to ``path`` first and checked there: in one query, Spark's optimizer moves the
-    check below the join (onto every tentative row), whatever the condition is written as."""
+def unconfirmed_ids(per_id: Any) -> Any:
+    """``ltopic, event_id`` of the :func:`~.presence.ids` rows with unconfirmed tentative
+    copies (a tentative row's rid is "event:" + its event id)."""
     from pyspark.sql import functions as F
 
-    # a tentative row's rid is "event:" + its event id, and it has no event-* header
-    todo = per_id.filter(F.col("unconfirmed")).select(
+    return per_id.filter(F.col("unconfirmed")).select(
         "ltopic", F.expr("substring(rid, 7)").alias("event_id")
     )
+
+
+def refused(rows: Any) -> Any:
+    """Of tentative rows read back from a small file (with ``ev_value``; they have no
+    ``event-*`` header), those the native decoder refuses. Checked on the file: in one query
+    with the join that picks them, Spark's optimizer moves the check below the join (onto
+    every tentative row), whatever the condition is written as."""
+    from pyspark.sql import functions as F
+
+    no_headers = F.lit(None).cast("array<struct<key:string,value:binary>>")
+    return rows.withColumn("no_headers", no_headers).filter(~verdict("ev_value", "no_headers"))
+
+
+def unverified(records: Any, per_id: Any, path: Path) -> Any:
+    """The tentative rows of unconfirmed ids that the native decoder refuses (``records``:
+    finished rows with ``ev_value``; ``per_id``: :func:`~.presence.ids` rows), written to
+    ``path`` first and checked there (:func:`refused`). The job picks them in its scan for
+    divergent's suspect events instead (:mod:`spark_reconcile.picked`)."""
+    from pyspark.sql import functions as F
+
     records.filter(F.col("tent")).select("ltopic", "event_id", "dc", "offset", "ev_value").join(
-        F.broadcast(todo), ["ltopic", "event_id"]
+        F.broadcast(unconfirmed_ids(per_id)), ["ltopic", "event_id"]
     ).write.mode("overwrite").parquet(str(path))
-    rows = records.sparkSession.read.parquet(str(path)).withColumn(
-        "no_headers", F.lit(None).cast("array<struct<key:string,value:binary>>")
-    )
-    return rows.filter(~verdict("ev_value", "no_headers"))
+    return refused(records.sparkSession.read.parquet(str(path)))
 
 
 def store_records(

@@ -22,13 +22,14 @@ from aa.config import load_config
 from aa.errors import AaError
 from aa.logs import configure, get_logger
 from spark_reconcile import findings, jvm_cache
-from spark_reconcile.copies import store_records, unverified
+from spark_reconcile.copies import store_records
 from spark_reconcile.findings.divergent import COUNTED, suspect_keys
 from spark_reconcile.findings.missing import EXPIRED, IN_FLIGHT, MISSING
 from spark_reconcile.findings.presence import Flagged, flag_dcs, flagged_only
 from spark_reconcile.findings.presence import ids as presence_ids
 from spark_reconcile.frames import empty_like, literal_frame
 from spark_reconcile.options import JobOptions, add_arguments, from_args
+from spark_reconcile.picked import pick
 from spark_reconcile.plan import ReadPlan
 from spark_reconcile.probe import Probe, horizons_frame, mirrored_frame, probe
 from spark_reconcile.record_stats import DELAY_SCHEMA, record_stats
@@ -223,25 +224,18 @@ def reconcile(
             str(ids_path)
         )
         per_id = spark.read.parquet(str(ids_path))
-        unsure = ids_path.parent / "unconfirmed"
-        if not trust or unverified(with_event_values, per_id, unsure).isEmpty():
+        # divergent's suspect events and the unconfirmed copies' rows: one scan of the records
+        picked = pick(with_event_values, per_id, suspect_keys(topic_dcs, bit_dcs), ids_path.parent)
+        if not trust or picked.unverified.isEmpty():
             break
 
     def with_values(positions: Any) -> Any:
         return read_positions(spark, datacenters, physical, positions)
 
-    def keep(df: Any, name: str) -> Any:
-        """``df`` written once to the work folder and read back (small tables several queries
-        join with: computed once, and Spark knows their size)."""
-        path = records_path.parent / name
-        df.write.mode("overwrite").parquet(str(path))
-        return spark.read.parquet(str(path))
-
     out = opts.out / "findings"
     flagged_path = records_path.parent / "flagged"
     per_id.transform(flagged_only).write.mode("overwrite").parquet(str(flagged_path))
     flagged = Flagged(bit_dcs, spark.read.parquet(str(flagged_path)))
-    suspect = per_id.transform(suspect_keys(topic_dcs, bit_dcs))
     # delay per flow and per bucket, record counts, copies without aa-ts, and how many rows
     # looped, malformed and completeness have: one scan of the records. A finding with
     # nothing to find (no looped, malformed, lacking or maybe duplicated row) is written
@@ -284,11 +278,8 @@ def reconcile(
         "duplicated": only_if(maybe_duplicated, findings.duplicated(records, flagged)),
         "looped": only_if(stats.looped, records.transform(findings.looped)),
         "malformed": only_if(stats.malformed, records.transform(findings.malformed)),
-        # the suspect keys' events with their values: one scan of the records file
-        "divergent": with_event_values.transform(
-            findings.divergent(
-                topic_dcs, None, keep, suspect=suspect, values=("ev_value", "ev_headers")
-            )
+        "divergent": records.transform(
+            findings.divergent(topic_dcs, None, suspect_events=picked.suspect_events)
         ),
         "delay": literal_frame(spark, [tuple(r.values()) for r in stats.delay], DELAY_SCHEMA),
         "completeness": only_if(

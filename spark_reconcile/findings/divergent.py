@@ -198,6 +198,7 @@ def divergent(
     suspect: Any = None,
     values: tuple[str, str] | None = None,
     fold_on_driver: int = DRIVER_FOLD_MAX_EVENTS,
+    suspect_events: Any = None,
 ) -> Callable[[Any], Any]:
     """Normalised records -> divergent keys. ``topic_dcs``: logical topic -> the DCs that should
     hold it. ``with_values``: positions (``dc, topic, partition, offset`` plus columns to keep)
@@ -210,11 +211,15 @@ def divergent(
     ``values``: the names of the records' value and headers columns, when the records carry
     them: with ``keep``, the suspect keys' events and their values are then read in one scan
     of the records and kept, and ``with_values`` is not called; the driver folds them when
-    they are at most ``fold_on_driver`` events (:mod:`~spark_reconcile.findings.fold`). Rows:
+    they are at most ``fold_on_driver`` events (:mod:`~spark_reconcile.findings.fold`).
+    ``suspect_events``: the suspect keys' events with ``value`` and ``headers``, when the job
+    picked them already (:mod:`spark_reconcile.picked`); the records are then not read. Rows:
     ``ltopic, key, hashes`` (DC -> state hash), ``absent_in``, ``reason``."""
     from pyspark.sql import functions as F
 
     def transform(df: Any) -> Any:
+        if suspect_events is not None:
+            return decided(suspect_events, carry_values=True)
         one_scan = keep is not None and values is not None
         evs = events(df, values if one_scan else None)
         if suspect is None:
@@ -227,28 +232,28 @@ def divergent(
         if keep is not None:
             # few keys are suspect as a rule: joined by broadcast, every event stays put
             few = F.broadcast(keep(few, "suspects"))
-        suspect_events = evs.join(few, on, "left_semi")
+        found = evs.join(few, on, "left_semi")
         if keep is not None:
             # few events: every use below reads them from one small file, not the records
-            suspect_events = keep(suspect_events, "suspect_events")
-        if one_scan:
+            found = keep(found, "suspect_events")
+        return decided(found, carry_values=one_scan)
+
+    def decided(evs: Any, *, carry_values: bool) -> Any:
+        """Divergent's rows from the suspect keys' events: with their ``value`` and
+        ``headers`` when ``carry_values``, else ``with_values`` reads them."""
+        if carry_values:
             # few suspect events, as a rule: the driver folds them (no Python worker starts)
             # and decides each key as the plan below would
-            found = divergent_on_driver(suspect_events, topic_dcs, fold_on_driver)
-            if found is not None:
-                return found
-        sus = conflicting(suspect_events).join(
-            absent_from(topic_dcs, suspect_events), ["ltopic", "key"]
-        )
-        positions = suspect_events.select(
-            "dc", "topic", "partition", "offset", "ltopic", "resolver", "key"
-        )
-        if one_scan:
-            states = key_states(suspect_events)
+            on_driver = divergent_on_driver(evs, topic_dcs, fold_on_driver)
+            if on_driver is not None:
+                return on_driver
+            states = key_states(evs)
         elif with_values is not None:
-            states = key_states(with_values(positions))
+            positions = ("dc", "topic", "partition", "offset", "ltopic", "resolver", "key")
+            states = key_states(with_values(evs.select(*positions)))
         else:
             raise ValueError("divergent needs with_values, or keep and values")
+        sus = conflicting(evs).join(absent_from(topic_dcs, evs), ["ltopic", "key"])
         per_key = states.groupBy("ltopic", "key").agg(
             F.map_from_entries(F.collect_list(F.struct("dc", "state_hash"))).alias("hashes"),
             F.count_if(F.col("state_hash").startswith(ERROR_PREFIX)).alias("errors"),

@@ -1,0 +1,50 @@
+"""One scan picks divergent's suspect events and the unconfirmed copies' rows
+(``spark_reconcile.picked``): the rows the two scans it replaces picked."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark.testing import assertDataFrameEqual
+
+from spark_reconcile.copies import unverified
+from spark_reconcile.findings.divergent import events, suspect_keys
+from spark_reconcile.findings.presence import ids
+from spark_reconcile.picked import pick
+from spark_reconcile.source import raw_schema
+from tests.helpers.reconcile import mesh, raw_rows
+from tests.unit.spark_reconcile.test_copies import DCS, FLOWS, _job_path
+
+pytestmark = [pytest.mark.unit, pytest.mark.spark]
+
+
+def test_one_scan_picks_the_suspect_events_and_the_unverified_copies(
+    spark: Any, tmp_path: Path
+) -> None:
+    from pyspark.sql import functions as F
+
+    users = mesh(DCS, "users", 6, events=True)
+    # k1: LON's copy of SF's event 1 forged (unconfirmed, well-formed); k2: NYC's copy of
+    # SF's event 2 cut short (unconfirmed, refused); k3: LON lacks SF's event 3
+    i = next(n for n, r in enumerate(users["LON"]) if b'"by":"SF","i":1}' in (r.value or b""))
+    forged = (users["LON"][i].value or b"").replace(b'"i":1}', b'"i":7}')
+    users["LON"][i] = replace(users["LON"][i], value=forged)
+    j = next(n for n, r in enumerate(users["NYC"]) if b'"by":"SF","i":2}' in (r.value or b""))
+    users["NYC"][j] = replace(users["NYC"][j], value=(users["NYC"][j].value or b"")[:-9])
+    users["LON"] = [r for r in users["LON"] if b'"by":"SF","i":3}' not in (r.value or b"")]
+    job = _job_path(spark.createDataFrame(raw_rows("users", users), raw_schema()))
+    per_id = job.transform(ids(DCS, FLOWS))
+    suspects = suspect_keys({"users": DCS}, DCS)
+
+    picked = pick(job, per_id, suspects, tmp_path)
+
+    bad = unverified(job, per_id, tmp_path / "alone")
+    assert sorted((r.dc, r.offset) for r in bad.collect()) == [("NYC", j)]
+    assertDataFrameEqual(picked.unverified, bad)
+    every = events(job, ("ev_value", "ev_headers")).withColumn("key_h", F.xxhash64("key"))
+    wanted = every.join(per_id.transform(suspects), ["ltopic", "key_h"], "left_semi")
+    assertDataFrameEqual(picked.suspect_events, wanted.drop("key_h"))
+    assert {r.key for r in picked.suspect_events.collect()} == {"k1", "k2", "k3"}
