@@ -35,6 +35,7 @@ def pick(records: Any, per_id: Any, suspect_keys: Callable[[Any], Any], work: Pa
     from pyspark.sql import functions as F
 
     from spark_reconcile.copies import refused, unconfirmed_ids
+    from spark_reconcile.findings.divergent import EVENT_FIELDS, event_columns
     from spark_reconcile.findings.presence import is_event
 
     spark = records.sparkSession
@@ -45,17 +46,7 @@ def pick(records: Any, per_id: Any, suspect_keys: Callable[[Any], Any], work: Pa
     rows = (
         records.filter(event | F.col("tent"))
         .select(
-            "ltopic",
-            "resolver",
-            F.col("event_key").alias("key"),
-            "dc",
-            "event_id",
-            "vhash",
-            "topic",
-            "partition",
-            "offset",
-            F.col("ev_value").alias("value"),
-            F.col("ev_headers").alias("headers"),
+            *event_columns(("ev_value", "ev_headers")),
             "tent",
             event.alias("event"),
             F.when(event, F.xxhash64("event_key")).alias("key_h"),
@@ -71,10 +62,7 @@ def pick(records: Any, per_id: Any, suspect_keys: Callable[[Any], Any], work: Pa
     rows.filter(is_suspect | is_todo).write.mode("overwrite").parquet(str(path))
     back = spark.read.parquet(str(path))
     return Picked(
-        suspect_events=back.filter(is_suspect).select(
-            *("ltopic", "resolver", "key", "dc", "event_id", "vhash"),
-            *("topic", "partition", "offset", "value", "headers"),
-        ),
+        suspect_events=back.filter(is_suspect).select(*EVENT_FIELDS, "value", "headers"),
         unverified=refused(
             back.filter(is_todo).select(
                 "ltopic", "event_id", "dc", "offset", F.col("value").alias("ev_value")

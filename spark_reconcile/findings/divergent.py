@@ -35,27 +35,36 @@ def events(df: Any, values: tuple[str, str] | None = None) -> Any:
     """The decodable events in the window: ``ltopic, resolver, key, dc, event_id, vhash`` and
     where they are (``topic, partition, offset``); with ``values`` (the names of ``df``'s value
     and headers columns) their ``value`` and ``headers`` too."""
-    from pyspark.sql import functions as F
-
     from spark_reconcile.findings.presence import is_event
 
+    return df.filter(is_event()).select(*event_columns(values))
+
+
+EVENT_FIELDS = (
+    "ltopic",
+    "resolver",
+    "key",
+    "dc",
+    "event_id",
+    "vhash",
+    "topic",
+    "partition",
+    "offset",
+)
+"""The columns of :func:`events` (and ``value``, ``headers`` with values)."""
+
+
+def event_columns(values: tuple[str, str] | None = None) -> list[Any]:
+    """What :func:`events` selects from normalised records (``values``: as there)."""
+    from pyspark.sql import functions as F
+
+    named = {"key": F.col("event_key").alias("key")}
     extra = (
         []
         if values is None
         else [F.col(values[0]).alias("value"), F.col(values[1]).alias("headers")]
     )
-    return df.filter(is_event()).select(
-        "ltopic",
-        "resolver",
-        F.col("event_key").alias("key"),
-        "dc",
-        "event_id",
-        "vhash",
-        "topic",
-        "partition",
-        "offset",
-        *extra,
-    )
+    return [named.get(c, F.col(c)) for c in EVENT_FIELDS] + extra
 
 
 def suspects(topic_dcs: Mapping[str, Sequence[str]]) -> Callable[[Any], Any]:

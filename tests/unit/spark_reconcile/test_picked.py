@@ -27,13 +27,19 @@ def test_one_scan_picks_the_suspect_events_and_the_unverified_copies(
     from pyspark.sql import functions as F
 
     users = mesh(DCS, "users", 6, events=True)
+
+    def edit(dc: str, event: int, change: Any) -> int:
+        """Apply ``change`` to ``dc``'s copy of SF's ``event``; its position."""
+        at = next(
+            n for n, r in enumerate(users[dc]) if f'"SF","i":{event}}}'.encode() in (r.value or b"")
+        )
+        users[dc][at] = replace(users[dc][at], value=change(users[dc][at].value))
+        return at
+
     # k1: LON's copy of SF's event 1 forged (unconfirmed, well-formed); k2: NYC's copy of
     # SF's event 2 cut short (unconfirmed, refused); k3: LON lacks SF's event 3
-    i = next(n for n, r in enumerate(users["LON"]) if b'"by":"SF","i":1}' in (r.value or b""))
-    forged = (users["LON"][i].value or b"").replace(b'"i":1}', b'"i":7}')
-    users["LON"][i] = replace(users["LON"][i], value=forged)
-    j = next(n for n, r in enumerate(users["NYC"]) if b'"by":"SF","i":2}' in (r.value or b""))
-    users["NYC"][j] = replace(users["NYC"][j], value=(users["NYC"][j].value or b"")[:-9])
+    edit("LON", 1, lambda v: v.replace(b'"i":1}', b'"i":7}'))
+    j = edit("NYC", 2, lambda v: v[:-9])
     users["LON"] = [r for r in users["LON"] if b'"by":"SF","i":3}' not in (r.value or b"")]
     job = _job_path(spark.createDataFrame(raw_rows("users", users), raw_schema()))
     per_id = job.transform(ids(DCS, FLOWS))
