@@ -23,7 +23,7 @@ from aa.errors import AaError
 from aa.logs import configure, get_logger
 from spark_reconcile import findings, jvm_cache
 from spark_reconcile.copies import store_records
-from spark_reconcile.findings.divergent import COUNTED, suspect_keys
+from spark_reconcile.findings.divergent import COUNTED
 from spark_reconcile.findings.missing import EXPIRED, IN_FLIGHT, MISSING
 from spark_reconcile.findings.presence import Flagged, flag_dcs, flagged_only
 from spark_reconcile.findings.presence import ids as presence_ids
@@ -225,7 +225,7 @@ def reconcile(
         )
         per_id = spark.read.parquet(str(ids_path))
         # divergent's suspect events and the unconfirmed copies' rows: one scan of the records
-        picked = pick(with_event_values, per_id, suspect_keys(topic_dcs, bit_dcs), ids_path.parent)
+        picked = pick(with_event_values, per_id, topic_dcs, bit_dcs, ids_path.parent)
         if not trust or picked.unverified.isEmpty():
             break
 

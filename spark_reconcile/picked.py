@@ -9,7 +9,7 @@ broadcast joins (issue 14's twelfth change). The checks then read the small file
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,20 +27,29 @@ class Picked:
     ids that the native decoder refuses."""
 
 
-def pick(records: Any, per_id: Any, suspect_keys: Callable[[Any], Any], work: Path) -> Picked:
+def pick(
+    records: Any,
+    per_id: Any,
+    topic_dcs: Mapping[str, Sequence[str]],
+    dcs: Sequence[str],
+    work: Path,
+) -> Picked:
     """``records``: finished rows with ``ev_value`` and ``ev_headers``; ``per_id``: the
-    :func:`~.findings.presence.ids` rows; ``suspect_keys``: per-id rows -> ``ltopic, key_h``
-    (:func:`~.findings.divergent.suspect_keys`). Writes the suspect keys, then the picked rows,
+    :func:`~.findings.presence.ids` rows over ``dcs``; ``topic_dcs``: as for
+    :func:`~.findings.divergent.divergent`. Writes the suspect keys, then the picked rows,
     into ``work``."""
     from pyspark.sql import functions as F
 
     from spark_reconcile.copies import refused, unconfirmed_ids
-    from spark_reconcile.findings.divergent import EVENT_FIELDS, event_columns
+    from spark_reconcile.findings.divergent import (
+        EVENT_FIELDS,
+        event_columns,
+        suspect_keys_written,
+    )
     from spark_reconcile.findings.presence import is_event
 
     spark = records.sparkSession
-    per_id.transform(suspect_keys).write.mode("overwrite").parquet(str(work / "suspects"))
-    suspects = spark.read.parquet(str(work / "suspects")).withColumn("sus", F.lit(True))
+    suspects = suspect_keys_written(per_id, topic_dcs, dcs, work).withColumn("sus", F.lit(True))
     todo = unconfirmed_ids(per_id).withColumn("todo", F.lit(True))
     event = is_event()
     rows = (
