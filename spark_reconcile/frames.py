@@ -41,15 +41,3 @@ def literal_frame(spark: Any, rows: Iterable[Sequence[Any]], schema: str) -> Any
         for r in data
     ]
     return spark.range(1).select(F.inline(F.array(*structs)))
-
-
-def empty_like(df: Any) -> Any:
-    """No rows, with ``df``'s columns and types: what ``df.limit(0)`` writes, without optimising
-    and planning ``df``'s query (only its analysis, for the schema). A finding known to be
-    empty is written this way; a complex finding's planning took ~0.5 s (3 x 1M event log)."""
-    from pyspark.sql import functions as F
-
-    fields = df.schema.fields
-    return df.sparkSession.range(0).select(
-        *[F.lit(None).cast(f.dataType).alias(f.name) for f in fields]
-    )

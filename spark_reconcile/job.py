@@ -27,7 +27,7 @@ from spark_reconcile.findings.divergent import COUNTED
 from spark_reconcile.findings.missing import EXPIRED, IN_FLIGHT, MISSING
 from spark_reconcile.findings.presence import Flagged, flag_dcs, flagged_only
 from spark_reconcile.findings.presence import ids as presence_ids
-from spark_reconcile.frames import empty_like, literal_frame
+from spark_reconcile.frames import literal_frame
 from spark_reconcile.options import JobOptions, add_arguments, from_args
 from spark_reconcile.picked import pick
 from spark_reconcile.plan import ReadPlan
@@ -256,7 +256,7 @@ def reconcile(
     }
 
     def only_if(rows: int, df: Any) -> Any:
-        return df if rows else empty_like(df)
+        return df if rows else df.limit(0)
 
     absent_path = out / "absent"
     only_if(

@@ -417,35 +417,6 @@ def test_literal_frame_builds_small_tables_in_the_jvm(spark: Any) -> None:
         literal_frame(spark, [("SF", 1)], schema)
 
 
-def test_empty_like_writes_the_schema_of_a_finding_without_planning_its_query(
-    spark: Any, tmp_path: Path
-) -> None:
-    """A finding known to be empty is written with its query's columns and types (as
-    ``limit(0)`` wrote it), but none of the query's plan: its planning cost ~0.5 s a finding."""
-    from pyspark.sql import functions as F
-
-    from spark_reconcile.frames import empty_like
-
-    query = (
-        spark.range(5)
-        .filter(F.col("id") % 2 == 0)
-        .select(
-            F.col("id").cast("string").alias("key"),
-            F.create_map(F.lit("SF"), F.col("id").cast("string")).alias("hashes"),
-            F.array(F.struct(F.lit("h").alias("key"), F.lit(b"v").alias("value"))).alias("hs"),
-            F.lit(None).cast("array<string>").alias("absent_in"),
-            F.col("id").alias("offset"),
-        )
-    )
-    empty = empty_like(query)
-    assert "Filter" not in empty._jdf.queryExecution().executedPlan().toString()
-    query.limit(0).write.parquet(str(tmp_path / "limit0"))
-    empty.write.parquet(str(tmp_path / "empty"))
-    written = spark.read.parquet(str(tmp_path / "empty"))
-    assert written.count() == 0
-    assert written.schema == spark.read.parquet(str(tmp_path / "limit0")).schema
-
-
 def test_divergent_suspects_from_the_presence_aggregation_match_the_digests(spark: Any) -> None:
     """The job takes divergent's suspect keys from presence's per-id aggregation (one shuffle
     of every record for missing, duplicated and divergent); the findings are the digests'."""
