@@ -183,25 +183,19 @@ def _envelope_fields(text: Any) -> dict[str, Any]:
     """The texts of ``key``, ``type``, ``origin`` and ``hlc`` of a value the envelope pattern
     matched. Those fields and the id hold no quote, so each is the text after a fixed quote:
     ``{"id":"ID","key":"KEY","type":"TYPE","origin":"ORIGIN","hlc":"HLC"`` has KEY after the
-    7th quote, TYPE after the 11th, ORIGIN after the 15th and HLC after the 19th. Nested
-    ``substring_index`` cuts them with byte searches over a shrinking prefix (a ``substr`` to
-    the end of the value walks and copies every character, once per field)."""
+    7th quote, TYPE after the 11th, ORIGIN after the 15th and HLC after the 19th. Each field is
+    cut on its own, with ``substring_index`` (a byte search) up to the quote that ends it, then
+    back to the one before: a copy's key, cut alone, scans 8 quotes instead of the 20 a cut of
+    the whole prefix first would. (Nesting the cuts, each in the previous one's prefix, cost
+    ~4.5 s more of the read stage's CPU at 3 x 1M: Spark evaluates each field's chain apart,
+    so every field paid for the longest prefix; a ``substr`` to the end of the value walks and
+    copies every character, once per field.)"""
     from pyspark.sql import functions as F
 
-    upto_hlc = F.substring_index(text, '"', 20)
-    upto_origin = F.substring_index(upto_hlc, '"', 16)
-    upto_type = F.substring_index(upto_origin, '"', 12)
-    upto_key = F.substring_index(upto_type, '"', 8)
+    def field(quotes: int) -> Any:
+        return F.substring_index(F.substring_index(text, '"', quotes + 1), '"', -1)
 
-    def last(prefix: Any) -> Any:
-        return F.substring_index(prefix, '"', -1)
-
-    return {
-        "key": last(upto_key),
-        "type": last(upto_type),
-        "origin": last(upto_origin),
-        "hlc": last(upto_hlc),
-    }
+    return {"key": field(7), "type": field(11), "origin": field(15), "hlc": field(19)}
 
 
 def _fast_decode(value: str = "value", headers: str = "headers") -> tuple[Any, Any, Any, Any]:
