@@ -21,6 +21,8 @@ ERROR_PREFIX = "!error: "
 CONFLICTING, ABSENT, UNFOLDABLE = "conflicting copies", "absent events", "unfoldable"
 DRIVER_FOLD_MAX_EVENTS = 20_000
 """Suspect events (with their values) the driver folds itself; above it, Python workers do."""
+DRIVER_FOLD_MAX_BYTES = 64 << 20
+"""And their values' bytes at most: a few large values must not fill the driver's memory."""
 DIVERGENT_ROWS = (
     "array<struct<ltopic:string,key:string,hashes:map<string,string>,"
     "absent_in:array<string>,reason:string>>"
@@ -61,23 +63,27 @@ def key_states(evs_with_values: Any) -> Any:
 
 
 def divergent_on_driver(
-    suspect_events: Any, topic_dcs: Mapping[str, Sequence[str]], max_events: int
+    suspect_events: Any,
+    topic_dcs: Mapping[str, Sequence[str]],
+    max_events: int,
+    max_bytes: int | None = None,
 ) -> Any:
     """Divergent's rows (``ltopic, key, hashes, absent_in, reason``) from the suspect keys'
     events with their values, decided by the driver as Spark's plan in
     :func:`~.divergent.divergent` decides them, when there are at most ``max_events`` events
-    (one query collects them); ``None`` when there are more."""
+    whose values hold at most ``max_bytes`` (:data:`DRIVER_FOLD_MAX_BYTES`; one query counts
+    them, one collects them); ``None`` when there are more."""
     from pyspark.sql import functions as F
 
-    rows = (
-        suspect_events.select(
-            "ltopic", "resolver", "key", "dc", "event_id", "vhash", "value", "headers"
-        )
-        .limit(max_events + 1)
-        .collect()
+    picked = suspect_events.select(
+        "ltopic", "resolver", "key", "dc", "event_id", "vhash", "value", "headers"
     )
-    if len(rows) > max_events:
+    size = F.coalesce(F.sum(F.length("value")), F.lit(0))
+    events, value_bytes = picked.agg(F.count(F.lit(1)), size).first()
+    limit = DRIVER_FOLD_MAX_BYTES if max_bytes is None else max_bytes
+    if events > max_events or value_bytes > limit:
         return None
+    rows = picked.collect()
     per_dc: dict[tuple[str, str, str, str], list[Event]] = {}
     held: dict[tuple[str, str], set[str]] = {}
     values: dict[tuple[str, str, str], set[Any]] = {}

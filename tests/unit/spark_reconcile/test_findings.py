@@ -12,6 +12,7 @@ from pyspark.testing import assertDataFrameEqual
 
 from spark_reconcile import findings
 from spark_reconcile.events import event_value
+from spark_reconcile.findings import fold
 from spark_reconcile.findings.divergent import suspect_keys
 from spark_reconcile.findings.presence import flag, ids
 from spark_reconcile.frames import literal_frame
@@ -474,7 +475,7 @@ def test_divergent_folds_a_few_suspect_keys_without_a_python_worker(
 
 
 def test_divergent_decided_on_the_driver_matches_the_python_workers(
-    spark: Any, tmp_path: Path
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Folded and decided on the driver, or in Python workers (more suspect events than the
     driver folds): the same rows for conflicting copies, absent events and an unfoldable key,
@@ -513,7 +514,13 @@ def test_divergent_decided_on_the_driver_matches_the_python_workers(
     workers = divergent(fold_on_driver=0)
     assert "EvalPython" in workers._jdf.queryExecution().executedPlan().toString()
     driver = divergent()
+    assert "EvalPython" not in driver._jdf.queryExecution().executedPlan().toString()
     assertDataFrameEqual(driver, workers)
+    # few events but large values: never collected to the driver
+    monkeypatch.setattr(fold, "DRIVER_FOLD_MAX_BYTES", 100)
+    large = divergent()
+    assert "EvalPython" in large._jdf.queryExecution().executedPlan().toString()
+    assertDataFrameEqual(large, workers)
     assert sorted((r.key, r.absent_in, r.reason) for r in driver.collect()) == [
         ("k1", [], "conflicting copies"),
         ("k2", [], "absent events"),
