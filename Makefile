@@ -10,7 +10,7 @@ DEMO_ARGS ?=
 # tests (marker kafka39) run a second time on the 3.9 line.
 COMPAT_KAFKA ?= 3.9.2
 
-.PHONY: demo test unit integration bench lint env fetch clean
+.PHONY: demo test unit integration bench lint env fetch sysdeps clean
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "aa needs Python 3.11+: set PYTHON=python3.11"'
@@ -22,6 +22,10 @@ $(STAMP): pyproject.toml aa/mirror/_restamp.c | $(BIN)/python
 	@touch $(STAMP)
 
 env: $(STAMP)
+
+# Debian packages some tests need (real peers: kcat, ...), listed in scripts/system-packages.txt
+sysdeps:
+	@bash scripts/sysdeps
 
 fetch: env
 	$(BIN)/aa dev fetch --spark
@@ -41,7 +45,7 @@ SIDE_TESTS ?= tests/integration/examples tests/integration/aa/test_drill_converg
 	tests/integration/spark_reconcile tests/unit/spark_reconcile
 LATE_TESTS ?= tests/integration/aa/test_drills.py tests/integration/aa/test_security.py \
 	tests/integration/aa/test_coordinator_unavailable.py
-test: fetch
+test: fetch sysdeps
 	@side_tmp=$$(mktemp -d); \
 	( AA_KAFKA_VERSION=$(COMPAT_KAFKA) $(BIN)/python -m pytest -m kafka39 -p no:cacheprovider \
 		--basetemp=$$side_tmp/compat $(PYTEST_ARGS) >$$side_tmp/compat.log 2>&1; c=$$?; \
@@ -63,7 +67,7 @@ test: fetch
 unit: env
 	$(BIN)/python -m pytest -m unit $(PYTEST_ARGS)
 
-integration: fetch
+integration: fetch sysdeps
 	$(BIN)/python -m pytest -m integration $(PYTEST_ARGS)
 
 bench: fetch

@@ -17,6 +17,7 @@ import asyncio
 import base64
 import contextlib
 import os
+import random
 import shutil
 import signal
 import socket
@@ -306,14 +307,39 @@ def status(root: Path) -> list[ClusterStatus]:
         return asyncio.run(all_())
 
 
+FREE_PORT_RANGE = (10000, 32000)
+"""Where :func:`free_ports` picks: below the ephemeral range, above the usual service ports."""
+
+
 def free_ports(n: int) -> list[int]:
-    """``n`` distinct loopback ports the kernel reports free now (for clusters on free ports)."""
-    socks, ports = [], []
-    for _ in range(n):
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        socks.append(s)
-        ports.append(s.getsockname()[1])
-    for s in socks:
-        s.close()
+    """``n`` distinct loopback ports free now, below the kernel's ephemeral range.
+
+    Ports from ``bind(0)`` come out of the ephemeral range (32768-60999 on Linux), the range the
+    kernel also hands to outgoing connections: between the pick and the broker's bind, a
+    client's connection could take the port (seen as a broker that never starts on a busy
+    machine). Ports in ``FREE_PORT_RANGE`` are never given to clients."""
+    socks: list[socket.socket] = []
+    ports: list[int] = []
+    rng = random.SystemRandom()
+    low, high = FREE_PORT_RANGE
+    try:
+        for _ in range(50 * n):
+            if len(ports) == n:
+                break
+            port = rng.randrange(low, high)
+            if port in ports:
+                continue
+            s = socket.socket()
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                s.close()
+                continue
+            socks.append(s)
+            ports.append(port)
+        if len(ports) < n:
+            raise DevClusterError(f"found only {len(ports)} of {n} free ports in {low}-{high}")
+    finally:
+        for s in socks:
+            s.close()
     return ports
