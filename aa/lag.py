@@ -1,13 +1,17 @@
 """Replication lag from committed state: per flow and source partition, the source end offset,
 the next offset the flow will copy (its group's committed offset in at-least-once mode, the
 offsets stored on the target in exactly-once mode), the lag in records, and in seconds (now
-minus the timestamp of the oldest record not yet copied)."""
+minus the timestamp of the oldest record not yet copied).
+
+Lag describes the user's data: aa's own heartbeats, copied like a topic every second, would make
+every idle flow look a few records behind; they are left out here and shown as heartbeats (their
+age, `aa status`'s heartbeat column and ``aa_heartbeat_age_seconds``)."""
 
 from __future__ import annotations
 
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +25,7 @@ from aa.mirror.build import flow_settings
 from aa.mirror.positions import StoredOffsets, stored_offsets
 from aa.mirror.settings import FlowSettings
 from aa.offsets.groups import group_offsets
-from aa.policy import FlowRouter
+from aa.policy import FlowRouter, policy_for
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,18 +76,39 @@ class LagReader:
         self._stored.clear()
 
 
+def holds_heartbeats(topology: Topology) -> Callable[[str], bool]:
+    """Whether a source topic holds aa's heartbeats rather than the user's data (the topic
+    named in ``heartbeats.topic``, or its prefixed copy in prefix mode), while heartbeats run."""
+    hb = topology.heartbeats
+    prefix = topology.loop_prevention.mode == "prefix"
+    policy = policy_for(topology)
+
+    def holds(topic: str) -> bool:
+        return hb.enabled and (
+            topic == hb.topic or (prefix and policy.original_topic(topic) == hb.topic)
+        )
+
+    return holds
+
+
 async def mirrored_partitions(
-    router: FlowRouter, source_client: Mapping[str, Any]
+    router: FlowRouter,
+    source_client: Mapping[str, Any],
+    *,
+    skip: Callable[[str], bool] | None = None,
 ) -> list[TopicPartition]:
     """The source partitions ``router``'s flow mirrors now (topics it subscribes to and has a
-    target for), sorted."""
+    target for), sorted; none of the topics ``skip`` names."""
     pattern = re.compile(router.subscription())
     async with ClusterAdmin(router.flow.source, **source_client) as admin:
         topics = await admin.topics()
     return [
         TopicPartition(name, p)
         for name, info in sorted(topics.items())
-        if not info.internal and pattern.fullmatch(name) and router.target_topic(name)
+        if not info.internal
+        and pattern.fullmatch(name)
+        and router.target_topic(name)
+        and not (skip and skip(name))
         for p in range(info.partitions)
     ]
 
@@ -91,10 +116,11 @@ async def mirrored_partitions(
 async def flow_lag(
     topology: Topology, flow: Flow, stored: StoredOffsets | None = None
 ) -> list[PartitionLag]:
-    """The lag of ``flow`` now; ``stored`` (exactly-once): a tail of its offsets topic kept
-    between calls."""
+    """The lag of ``flow``'s user topics now (heartbeats left out); ``stored`` (exactly-once):
+    a tail of its offsets topic kept between calls."""
     settings = flow_settings(topology, flow)
-    tps = await mirrored_partitions(FlowRouter(topology, flow), settings.source_client)
+    router = FlowRouter(topology, flow)
+    tps = await mirrored_partitions(router, settings.source_client, skip=holds_heartbeats(topology))
     if not tps:
         return []
     copied = await _copied(settings, stored)

@@ -138,7 +138,7 @@ async def converged_view(clusters: dict[str, str]) -> dict[str, str]:
     return digests
 
 
-IN_FLIGHT = 10  # records a caught-up flow may show as lag: heartbeats and the last batch
+IN_FLIGHT = 10  # records a caught-up flow may show as lag: the last batch, not yet committed
 
 
 def _inbound(demo: Demo) -> dict[str, dict[str, float]]:
@@ -156,8 +156,8 @@ def _inbound(demo: Demo) -> dict[str, dict[str, float]]:
 def read_metrics(demo: Demo, config: Path, timeout: float = 60) -> None:
     say("6. replication latency and lag, from aa's own metrics (and `aa status`)")
     # every event is everywhere (step 4): wait until each flow's lag gauge has been read since
-    # (a gauge is refreshed every `metrics.lag_interval_s`; heartbeats, written every second,
-    # keep a few records in flight on every flow)
+    # (a gauge is refreshed every `metrics.lag_interval_s`; it counts the user's topics only,
+    # not aa's heartbeats)
     deadline = time.monotonic() + timeout
     flows = _inbound(demo)
     while any(m.get("lag_records", 0) > IN_FLIGHT for m in flows.values()) and (

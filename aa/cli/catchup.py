@@ -81,12 +81,18 @@ class CatchUp:
 
 
 def catch_up_task(
-    metrics: Metrics, tracker: CatchUp, interval_s: float = INTERVAL_S
+    metrics: Metrics,
+    tracker: CatchUp,
+    interval_s: float = INTERVAL_S,
+    heartbeats: Callable[[str], bool] | None = None,
 ) -> Callable[[asyncio.Event], Any]:
+    """The loop of ``tracker``; ``heartbeats`` names the topics of aa's heartbeats, which are
+    not the user's data (an idle flow copies one a second: it is not catching up)."""
+
     async def run(stop: asyncio.Event) -> None:
         while not stop.is_set():
-            page = metrics.render().decode()
-            for e in tracker.sample(time.monotonic(), flow_metrics(page), wall=time.time()):
+            page = flow_metrics(metrics.render().decode(), heartbeats)
+            for e in tracker.sample(time.monotonic(), page, wall=time.time()):
                 name = e.pop("event")
                 log.info(name, **e)
             with contextlib.suppress(TimeoutError):

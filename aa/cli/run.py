@@ -13,6 +13,7 @@ from aa.cli.options import topology_command
 from aa.config import load_config
 from aa.config.client import preflight
 from aa.errors import AaError
+from aa.lag import holds_heartbeats
 from aa.logs import get_logger
 from aa.mirror.build import build_flows, select_flows
 from aa.mirror.supervisor import Supervisor
@@ -86,7 +87,8 @@ async def serve(
     # a lag read ends within interval + slack; two missed in a row make the figure stale
     lag_every = topology.metrics.lag_interval_s
     tracker = CatchUp(stale_after_s=2 * lag_every + LAG_READ_SLACK_S)
-    supervisor.extra_tasks.append(BackgroundTask("catch-up", catch_up_task(metrics, tracker)))
+    catch_up = catch_up_task(metrics, tracker, heartbeats=holds_heartbeats(topology))
+    supervisor.extra_tasks.append(BackgroundTask("catch-up", catch_up))
 
     def health() -> tuple[bool, dict[str, Any]]:
         ok, detail = supervisor.health()

@@ -9,24 +9,26 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import time
 import urllib.request
+from collections.abc import Callable
 from typing import Any
 
 import orjson
 from rich.console import Console, Group
 from rich.live import Live
-from rich.table import Table
 from rich.text import Text
 
 from aa.cli.options import topology_command
 from aa.cli.reach import known_dc, probe, short_cause
 from aa.cli.status_model import DcStatus, ProcessSnapshot, build, flow_metrics, problems
+from aa.cli.status_view import render
 from aa.config import Topology, client_kwargs, load_config
 from aa.errors import AaError
 from aa.heartbeat.model import HeartbeatView
 from aa.heartbeat.tasks import heartbeat_topics
-from aa.lag import PartitionLag, flow_lag
+from aa.lag import PartitionLag, flow_lag, holds_heartbeats
 from aa.logs import quiet_client_logs
 from aa.tail import TopicReader
 
@@ -101,17 +103,25 @@ def _get(url: str) -> bytes:
         return body
 
 
-async def read_process(url: str) -> ProcessSnapshot:
+async def read_process(
+    url: str, heartbeats: Callable[[str], bool] | None = None
+) -> ProcessSnapshot:
+    """``url``'s `/healthz` and `/metrics` (``heartbeats``: the topics of aa's heartbeats,
+    left out of records and lag)."""
     snap = ProcessSnapshot(url)
+
+    async def page() -> dict[str, dict[str, float]]:
+        return flow_metrics((await asyncio.to_thread(_get, f"{url}/metrics")).decode(), heartbeats)
+
     try:
         snap.health = orjson.loads(await asyncio.to_thread(_get, f"{url}/healthz"))
-        snap.metrics = flow_metrics((await asyncio.to_thread(_get, f"{url}/metrics")).decode())
+        snap.metrics = await page()
     except OSError as exc:
         # urllib raises HTTPError for 503 (a flow not running): its body is still the health
         body = exc.read() if hasattr(exc, "read") else b""
         if body:
             snap.health = orjson.loads(body)
-            snap.metrics = flow_metrics((await asyncio.to_thread(_get, f"{url}/metrics")).decode())
+            snap.metrics = await page()
         else:
             snap.error = short_cause(exc)
     return snap
@@ -128,7 +138,8 @@ async def collect(topology: Topology, urls: dict[str, str]) -> list[DcStatus]:
         views: list[HeartbeatView | str] = []
         if topology.heartbeats.enabled:
             views = list(await asyncio.gather(*(heartbeat_view(topology, dc) for dc in up)))
-    procs = await asyncio.gather(*(read_process(u) for u in urls.values()))
+    hb = holds_heartbeats(topology)
+    procs = await asyncio.gather(*(read_process(u, hb) for u in urls.values()))
     return build(
         topology,
         reach,
@@ -139,111 +150,44 @@ async def collect(topology: Topology, urls: dict[str, str]) -> list[DcStatus]:
     )
 
 
-def _num(v: float | int | None, fmt: str = "{:.1f}", unit: str = "") -> str:
-    return "-" if v is None else fmt.format(v) + unit
-
-
-def _eta(f: Any) -> str:
-    if f.lag_records == 0:
-        return "caught up"
-    if f.lag_stale_s is not None:
-        return f"no lag read for {f.lag_stale_s:.0f}s"
-    if f.rate and f.eta_s is not None:
-        return f"{f.rate:,.0f}/s, ETA {f.eta_s:.0f}s"
-    return "-"
-
-
-LAST_ERROR_WIDTH = 60
-"""The last-error column's width; longer errors wrap over several lines."""
-
-STATE_STYLE = {"running": "green", "starting": "cyan", "backoff": "yellow", "failed": "bold red"}
-
-
-def render(dcs: list[DcStatus], stale_after_s: float) -> Group:
-    tables = []
-    for d in dcs:
-        head = Text(f"{d.dc}  {d.bootstrap}  ", style="bold")
-        head.append(
-            "reachable" if d.reachable else f"UNREACHABLE ({d.error})",
-            style="green" if d.reachable else "bold red",
-        )
-        proc = d.process or "no --metrics URL"
-        head.append(f"  aa run: {proc}" + (f" ({d.process_error})" if d.process_error else ""))
-        t = Table(title=head, title_justify="left", expand=False, show_lines=False)
-        for col in (
-            "flow",
-            "state",
-            "lag",
-            "lag s",
-            "latency p50/p99",
-            "heartbeat",
-            "restarts",
-            "catch-up",
-            "last error",
-        ):
-            t.add_column(
-                col,
-                justify="right" if col in ("lag", "lag s", "restarts") else "left",
-                # a long error wraps in its column (at words), never cut: it says what to fix
-                max_width=LAST_ERROR_WIDTH if col == "last error" else None,
-                overflow="fold",
-            )
-        for f in d.flows:
-            hb = _num(f.heartbeat_age_s, unit="s")
-            hb_style = "red" if (f.heartbeat_age_s or 0) > stale_after_s else ""
-            lat = (
-                f"{_num(f.latency_p50_s, '{:.3f}')}/{_num(f.latency_p99_s, '{:.3f}')}s"
-                if f.latency_p50_s is not None
-                else "-"
-            )
-            t.add_row(
-                f.flow,
-                Text(f.state, style=STATE_STYLE.get(f.state, "yellow")),
-                _num(f.lag_records, "{:,}"),
-                _num(f.lag_seconds),
-                lat,
-                Text(hb, style=hb_style),
-                _num(f.restarts, "{}"),
-                _eta(f),
-                Text(f.last_error or "-", style="red" if f.last_error else ""),
-            )
-        for name, task in sorted(d.tasks.items()):
-            if task.get("restarts") or task.get("last_error"):
-                t.add_row(
-                    name,
-                    Text(str(task.get("state")), style="yellow"),
-                    "",
-                    "",
-                    "",
-                    "",
-                    str(task.get("restarts", 0)),
-                    "",
-                    str(task.get("last_error") or "-"),
-                )
-        tables.append(t)
-    return Group(*tables)
+def _frame(dcs: list[DcStatus], stale: float, as_json: bool) -> tuple[Any, list[str]]:
+    """What one look prints (a JSON document, or the tables and the problems) and the
+    problems that make the exit code 1."""
+    found = problems(dcs, stale)
+    if as_json:
+        return orjson.dumps({"dcs": [d.to_json() for d in dcs]}).decode(), found
+    lines = [Text(f"attention: {p}", style="bold red") for p in found]
+    return Group(render(dcs, stale), *lines), found
 
 
 def _status(args: argparse.Namespace) -> int:
     topology = load_config(args.config)
     urls = parse_metrics_urls(topology, args.metrics)
     stale = max(STALE_MIN_S, 3 * topology.heartbeats.interval_s)
-    console = Console(width=None if Console().is_terminal else 160)
-    if args.watch is not None and not args.json:
-        try:
-            with Live(console=console, auto_refresh=False) as live:
-                while True:
-                    dcs = asyncio.run(collect(topology, urls))
-                    live.update(render(dcs, stale), refresh=True)
-                    time.sleep(args.watch)  # a refresh period, not synchronisation
-        except KeyboardInterrupt:
-            return 0
-    dcs = asyncio.run(collect(topology, urls))
-    if args.json:
-        print(orjson.dumps({"dcs": [d.to_json() for d in dcs]}).decode())
-    else:
-        console.print(render(dcs, stale))
-    found = problems(dcs, stale)
-    if found and not args.json:
-        console.print(Text("attention: " + "; ".join(found), style="bold red"))
-    return 1 if found else 0
+    terminal = Console().is_terminal
+    console = Console(width=None if terminal else 160)
+
+    def look() -> tuple[Any, list[str]]:
+        return _frame(asyncio.run(collect(topology, urls)), stale, args.json)
+
+    if args.watch is None:
+        shown, found = look()
+        if args.json:
+            print(shown)
+        else:
+            console.print(shown)
+        return 1 if found else 0
+    # until Ctrl-C (exit 130): redrawn in place on a terminal; elsewhere (a file, a pipe) one
+    # frame after the other, each flushed as soon as it is read
+    live = Live(console=console, auto_refresh=False) if terminal and not args.json else None
+    with live or contextlib.nullcontext():
+        while True:
+            shown, _ = look()
+            if live is not None:
+                live.update(shown, refresh=True)
+            elif args.json:
+                print(shown, flush=True)
+            else:
+                console.print(Text(time.strftime("== %Y-%m-%dT%H:%M:%S%z"), style="bold"), shown)
+                console.file.flush()
+            time.sleep(args.watch)  # a refresh period, not synchronisation

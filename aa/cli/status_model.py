@@ -5,7 +5,7 @@ heartbeats each DC received, and (when a DC's `aa run` is reachable) its `/healt
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -36,7 +36,7 @@ class FlowStatus:
     target: str
     state: str = "unknown"
     """The process's state of the flow (``running``, ``backoff``, ``failed``...), else ``no
-    process``, ``DC down`` or ``source X down``; ``unknown`` when nothing says."""
+    process``, ``DC down`` or ``X down`` (its source X is down); ``unknown`` when nothing says."""
     lag_records: int | None = None
     """Source records not yet committed by the flow, from the committed offsets."""
     lag_seconds: float | None = None
@@ -102,10 +102,14 @@ def histogram_quantile(q: float, buckets: list[tuple[float, float]]) -> float | 
     return prev_le
 
 
-def flow_metrics(text: str) -> dict[str, dict[str, float]]:
+def flow_metrics(
+    text: str, heartbeats: Callable[[str], bool] | None = None
+) -> dict[str, dict[str, float]]:
     """Per flow (``source->target``) from a `/metrics` page: ``records``, ``lag_records``,
     ``lag_seconds``, ``latency_p50_s``, ``latency_p99_s``, ``restarts``, ``errors``,
-    ``dead_lettered``; and per ``local<-remote`` heartbeat ``heartbeat_age_s``."""
+    ``dead_lettered``; and per ``local<-remote`` heartbeat ``heartbeat_age_s``. Series of a
+    topic ``heartbeats`` names (:func:`aa.lag.holds_heartbeats`) are left out: records and lag
+    describe the user's data."""
     out: dict[str, dict[str, float]] = {}
     buckets: dict[str, list[tuple[float, float]]] = {}
 
@@ -132,7 +136,7 @@ def flow_metrics(text: str) -> dict[str, dict[str, float]]:
     for family in text_string_to_metric_families(text):
         for s in family.samples:
             d = slot(s.labels)
-            if d is None:
+            if d is None or (heartbeats and heartbeats(s.labels.get("topic", ""))):
                 continue
             if s.name in sums:
                 key = sums[s.name]
@@ -201,7 +205,7 @@ def build(
             if reach.get(dc) is not None and row.state == "unknown":
                 row.state = "DC down"
             if reach.get(f.source) is not None and row.state in ("unknown", "no process"):
-                row.state = f"source {f.source} down"
+                row.state = f"{f.source} down"
             rows.append(row)
         out.append(
             DcStatus(
@@ -219,14 +223,26 @@ def build(
 
 
 def problems(dcs: list[DcStatus], stale_after_s: float) -> list[str]:
-    """What makes the exit code 1: an unreachable DC, a flow not running, a stale heartbeat."""
+    """What makes the exit code 1: an unreachable DC, an `aa run` that does not answer, a flow
+    not known to run, a stale heartbeat. A flow is known to run when its process says
+    ``running``, or, with no process URL for its DC, when its heartbeat arrives fresh (the
+    heartbeat crossed it)."""
     out = []
     for d in dcs:
         if not d.reachable:
             out.append(f"DC {d.dc} unreachable")
+            continue  # its flows cannot be read: the DC is the problem
+        if d.process_error:
+            out.append(f"aa run of {d.dc} at {d.process} does not answer ({d.process_error})")
         for f in d.flows:
-            if f.state in ("failed", "backoff"):
+            stale = f.heartbeat_age_s is not None and f.heartbeat_age_s > stale_after_s
+            beating = f.heartbeat_age_s is not None and not stale
+            if f.state == "no process" and not beating:
+                out.append(f"flow {f.flow}: no process (no heartbeat; pass --metrics {d.dc}=URL)")
+            elif f.state == "unknown" and not d.process_error:
+                out.append(f"flow {f.flow}: the aa run at {d.process} does not run it")
+            elif f.state not in ("running", "no process", "unknown", f"{f.source} down"):
                 out.append(f"flow {f.flow} {f.state}")
-            if f.heartbeat_age_s is not None and f.heartbeat_age_s > stale_after_s:
+            if stale:
                 out.append(f"heartbeat {f.flow} {f.heartbeat_age_s:.0f}s old")
     return out

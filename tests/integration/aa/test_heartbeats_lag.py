@@ -133,3 +133,54 @@ async def test_lag_from_committed_state(
     assert rows[(topic, 0)]["seconds"] is not None
     assert rows[(topic, 1)]["records"] == 0
     assert rows[(topic, 1)]["seconds"] is None
+
+
+async def test_an_idle_flow_shows_its_heartbeats_as_heartbeats_not_as_lag(
+    tmp_path: Path, dc_clusters: dict[str, DcCluster], unique_name: Callable[[str], str]
+) -> None:
+    """Issue 35, item 3: the heartbeats topic (one record a second) was counted as the flow's
+    lag: every idle flow showed lag 2-3 and a catch-up rate. `aa lag`, `aa status` and the
+    exported lag gauges describe the user's topics; the heartbeat is shown by its age."""
+    a, b = _dcs()
+    sf, nyc = dc_clusters["SF"].bootstrap, dc_clusters["NYC"].bootstrap
+    topic = await create_topic(sf, unique_name("idle"), partitions=1)
+    hb = unique_name("hb")
+    config = write_topology(
+        tmp_path / "t.yaml",
+        {a: sf, b: nyc},
+        flows="full-mesh",
+        topics=[topic],
+        heartbeats={"enabled": True, "interval_s": 0.5, "topic": hb},
+        metrics={"lag_interval_s": 1},
+    )
+    run = ["run", "--config", str(config), "--metrics-port", "0"]
+    writer_a = AaProcess([*run, "--dc", a], tmp_path / "a.log")
+    into_b = AaProcess([*run, "--dc", b], tmp_path / "b.log")
+    try:
+        m = await eventually(
+            lambda: re.search(r"http://127\.0\.0\.1:(\d+)/metrics", into_b.output()),
+            message="metrics port",
+        )
+        read_at = f'aa_committed_lag_read_timestamp_seconds{{source="{a}",target="{b}"}}'
+
+        async def lag_exported() -> str | None:
+            _, body = await http_get(int(m.group(1)), "/metrics")
+            text = body.decode()
+            return text if read_at in text and await _age(config, b, a) is not None else None
+
+        page = await eventually(lag_exported, timeout=60, message="lag read, heartbeat seen")
+        gauges = [line for line in page.splitlines() if line.startswith("aa_committed_lag_")]
+        assert not [g for g in gauges if f'topic="{hb}"' in g], gauges
+        assert [g for g in gauges if f'topic="{topic}"' in g], gauges
+        lag = await aa_cli("lag", "--config", str(config), "--json")
+        assert lag.code == 0, lag
+        assert {r["topic"] for r in orjson.loads(lag.out)} == {topic}, lag.out
+        url = f"{b}=http://127.0.0.1:{m.group(1)}"
+        shown = await aa_cli("status", "--config", str(config), "--metrics", url, "--json")
+        [into] = [d for d in orjson.loads(shown.out)["dcs"] if d["dc"] == b]
+        [row] = into["flows"]
+        assert row["lag_records"] == 0, row
+        assert row["heartbeat_age_s"] is not None, row
+    finally:
+        writer_a.stop()
+        into_b.stop()

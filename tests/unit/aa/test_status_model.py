@@ -8,7 +8,6 @@ import orjson
 import pytest
 
 from aa.cli.catchup import CatchUp
-from aa.cli.status import _eta
 from aa.cli.status_model import (
     FlowStatus,
     ProcessSnapshot,
@@ -17,7 +16,8 @@ from aa.cli.status_model import (
     histogram_quantile,
     problems,
 )
-from aa.config import load_config
+from aa.cli.status_view import eta as _eta
+from aa.config import Topology, load_config
 from aa.heartbeat.model import Heartbeat, HeartbeatView
 from aa.lag import PartitionLag
 from aa.observe.metrics import Metrics
@@ -93,7 +93,7 @@ def test_one_screen_per_dc_joins_kafka_and_process_views(tmp_path: Path) -> None
     assert (sf.heartbeat_age_s, sf.heartbeat_latency_s) == (3.0, 0.5)
     assert (sf.latency_p99_s, sf.rate, sf.eta_s) == (0.2, 5.0, 2.0)
     assert rows["LON->NYC"].last_error == "boom"
-    assert {f.state for f in by["SF"].flows} >= {"no process", "source LON down"}
+    assert {f.state for f in by["SF"].flows} >= {"no process", "LON down"}
     found = problems(dcs, stale_after_s=2.0)
     assert "DC LON unreachable" in found
     assert "flow LON->NYC backoff" in found
@@ -132,7 +132,7 @@ def test_status_shows_a_long_last_error_whole_not_cut_mid_word(tmp_path: Path) -
     and the rest was only in --json; it wraps in its column now."""
     from rich.console import Console
 
-    from aa.cli.status import render
+    from aa.cli.status_view import render
 
     topology = load_config(
         write_topology(tmp_path / "t.yaml", {"SF": "127.0.0.1:1", "NYC": "127.0.0.1:2"})
@@ -178,3 +178,141 @@ def test_catch_up_during_a_source_outage_says_its_figures_are_stale() -> None:
     assert t.flows["SF->NYC"]["lag_stale_s"] == 60.0  # /healthz and `aa status` see it too
     row = FlowStatus("SF->NYC", "SF", "NYC", lag_records=1000, rate=50.0, lag_stale_s=60.0)
     assert _eta(row) == "no lag read for 60s"
+
+
+def _mesh(tmp_path: Path) -> Topology:
+    return load_config(
+        write_topology(
+            tmp_path / "t.yaml",
+            {"SF": "127.0.0.1:1", "NYC": "127.0.0.1:2"},
+            flows="full-mesh",
+            heartbeats={"enabled": True, "interval_s": 1},
+        )
+    )
+
+
+def test_status_exits_1_while_no_flow_is_known_to_run(tmp_path: Path) -> None:
+    """Issue 35, item 4: with every DC up and no `aa run` anywhere, every row said `no process`
+    and the exit code was 0, which the docs reserve for "every flow running". A flow counts as
+    running when its process says so, or (no --metrics URL for its DC) when its heartbeat
+    arrives fresh; anything else is named."""
+    topology = _mesh(tmp_path)
+    idle = build(topology, {"SF": None, "NYC": None}, {}, {}, {}, now_ms=0)
+    found = problems(idle, stale_after_s=3.0)
+    assert "flow SF->NYC: no process (no heartbeat; pass --metrics NYC=URL)" in found, found
+    assert "flow NYC->SF: no process (no heartbeat; pass --metrics SF=URL)" in found, found
+
+    view = HeartbeatView("NYC")
+    view.add(Heartbeat("SF", 1_000).encode(), [], 1_500)
+    beating = build(topology, {"SF": None, "NYC": None}, {}, {"NYC": view}, {}, now_ms=2_000)
+    assert not [p for p in problems(beating, stale_after_s=3.0) if "SF->NYC" in p]
+
+    silent = ProcessSnapshot("http://127.0.0.1:9", error="URLError: connection refused")
+    unread = build(topology, {"SF": None, "NYC": None}, {}, {}, {"NYC": silent}, now_ms=0)
+    found = problems(unread, stale_after_s=3.0)
+    assert "aa run of NYC at http://127.0.0.1:9 does not answer" in " ".join(found), found
+
+
+def test_status_table_fits_80_columns_without_breaking_a_cell(tmp_path: Path) -> None:
+    """Issue 35, item 8: at 80 columns the table broke words in every cell (``no\\nproces
+    s``). Cells stay whole; errors go on their own (wrapped) lines under the table."""
+    from rich.console import Console
+
+    from aa.cli.status_view import render
+
+    topology = load_config(
+        write_topology(
+            tmp_path / "t.yaml",
+            {"SF": "127.0.0.1:1", "NYC": "127.0.0.1:2", "LON": "127.0.0.1:3"},
+            flows="full-mesh",
+        )
+    )
+    error = "KafkaConnectionError: Unable to bootstrap from [('127.0.0.1', 22292)] " * 2
+    proc = ProcessSnapshot(
+        "http://127.0.0.1:9464",
+        health={
+            "flows": {
+                "SF->NYC": {"state": "running", "restarts": 0, "last_error": None},
+                "LON->NYC": {"state": "backoff", "restarts": 12, "last_error": error},
+            },
+            "catch_up": {"SF->NYC": {"remaining": 1000, "rate": 1234.5, "eta_s": 12.0}},
+        },
+        metrics={"SF->NYC": {"latency_p50_s": 0.012, "latency_p99_s": 1.2}},
+    )
+    reach = {"SF": None, "NYC": None, "LON": "KafkaConnectionError: no broker answered"}
+    lag = {"SF->NYC": [PartitionLag("SF->NYC", "users", 0, 12_345, 11_345, 3.2)], "NYC->SF": []}
+    dcs = build(topology, reach, lag, {}, {"NYC": proc}, now_ms=0)
+    console = Console(width=80, record=True, color_system=None)
+    console.print(render(dcs, stale_after_s=30.0))
+    text = console.export_text()
+    assert "…" not in text, text
+    rows = [line for line in text.splitlines() if "->" in line and "(" not in line]
+    assert len(rows) == 6, text  # one line per flow
+    for cell in ("no process", "LON down", "DC down", "caught up", "1,234/s ETA 12s", "12/1200ms"):
+        assert cell in text, text
+    shown = " ".join(text.split())
+    assert " ".join(error.split()) in shown, text  # the whole error, on its own lines
+
+
+async def test_status_watch_into_a_file_shows_each_frame_and_ctrl_c_exits_130(
+    tmp_path: Path,
+) -> None:
+    """Issue 35, items 4 and 8: `aa status --watch > file` wrote nothing until it exited, and
+    Ctrl-C exited 0 where the docs say 130."""
+    import signal
+
+    from tests.helpers.kafka import eventually
+    from tests.helpers.processes import AaProcess
+
+    sf, nyc = _dead_ports(2)
+    config = write_topology(
+        tmp_path / "t.yaml", {"SF": f"127.0.0.1:{sf}", "NYC": f"127.0.0.1:{nyc}"}, flows="full-mesh"
+    )
+    watch = AaProcess(["status", "--config", str(config), "--watch", "0.1"], tmp_path / "w.log")
+    try:
+        await eventually(
+            lambda: watch.output().count("UNREACHABLE") >= 4,
+            timeout=60,
+            message="two frames in the file while it runs",
+        )
+        watch.proc.send_signal(signal.SIGINT)
+        code = watch.proc.wait(30)
+    finally:
+        watch.stop()
+    assert code == 130, watch.output()[-2000:]
+    assert "Traceback" not in watch.output()
+
+
+def test_an_idle_flow_copying_only_heartbeats_is_not_catching_up(tmp_path: Path) -> None:
+    """Issue 35, item 3: heartbeats (one a second) made every idle flow `catching_up` with
+    `1/s, ETA 2s`, flipping to `caught_up` every 10-20 s. Records and lag describe the user's
+    data; the heartbeat topic's series are left out (in prefix mode, its prefixed copy too)."""
+    from aa.lag import holds_heartbeats
+
+    holds = holds_heartbeats(_mesh(tmp_path))
+    m = Metrics()
+    labels = {"source": "SF", "target": "NYC"}
+    m.committed_lag.labels(**labels, topic="users", partition="0").set(0)
+    tracker = CatchUp()
+    events = []
+    for second in range(0, 40, 10):
+        m.records.labels(**labels, topic="heartbeats").inc(10)
+        in_flight = 3 if second % 20 else 0  # a few heartbeats not committed yet, now and then
+        m.committed_lag.labels(**labels, topic="heartbeats", partition="0").set(in_flight)
+        page = flow_metrics(m.render().decode(), holds)
+        events += tracker.sample(float(second), page)
+    assert events == [], events
+    assert page["SF->NYC"].get("records", 0.0) == 0.0, page
+
+    prefix = load_config(
+        write_topology(
+            tmp_path / "p.yaml",
+            {"SF": "127.0.0.1:1", "NYC": "127.0.0.1:2"},
+            loop_prevention={"mode": "prefix", "style": "rename"},
+            heartbeats={"enabled": True},
+        )
+    )
+    in_prefix = holds_heartbeats(prefix)
+    assert in_prefix("heartbeats")
+    assert in_prefix("NYC.heartbeats")
+    assert not in_prefix("users")
