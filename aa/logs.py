@@ -46,10 +46,14 @@ def configure(*, json: bool | None = None, level: str | None = None) -> None:
         structlog.processors.StackInfoRenderer(),
         structlog.processors.format_exc_info,
     ]
+    # Tracebacks are plain text, never rich's with local variables: a frame of a client
+    # connection holds the SASL password (issue 29). Client libraries' records get the same.
     renderer: Any = (
         structlog.processors.JSONRenderer()
         if json
-        else structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())
+        else structlog.dev.ConsoleRenderer(
+            colors=sys.stderr.isatty(), exception_formatter=structlog.dev.plain_traceback
+        )
     )
     structlog.configure(
         processors=[*processors, renderer],
@@ -67,6 +71,7 @@ def configure(*, json: bool | None = None, level: str | None = None) -> None:
             structlog.stdlib.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
             _add_suppressed,
+            structlog.processors.format_exc_info,
         ],
     )
     root = logging.getLogger()

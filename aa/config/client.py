@@ -29,17 +29,34 @@ class ConnectionSetupError(AaError):
     what the broker or TLS said, and which setting to fix. Never contains a secret."""
 
 
-def client_kwargs(dc: Datacenter, *, env: Mapping[str, str] | None = None) -> dict[str, Any]:
+SECRET_KWARGS = frozenset({"sasl_plain_password"})
+"""Client settings whose values are secrets: masked in :class:`ClientSettings`' repr."""
+
+
+class ClientSettings(dict[str, Any]):
+    """aiokafka keyword arguments whose ``repr`` masks the secret values (a
+    :class:`~aa.mirror.settings.FlowSettings` holds two, and reprs end up in logs)."""
+
+    def __repr__(self) -> str:
+        shown = {k: "**********" if k in SECRET_KWARGS else v for k, v in self.items()}
+        return f"ClientSettings({shown!r})"
+
+    __str__ = __repr__
+
+
+def client_kwargs(dc: Datacenter, *, env: Mapping[str, str] | None = None) -> ClientSettings:
     """``bootstrap_servers``, ``security_protocol`` and the SSL/SASL settings of ``dc``.
 
     The SASL password is revealed here (``${VAR}`` and ``${file:PATH}`` references read from
     ``env``, default the process environment, and the file system), so call this where the
-    client is built, never to log the result.
+    client is built; the result's ``repr`` masks it.
     """
-    out: dict[str, Any] = {
-        "bootstrap_servers": dc.bootstrap,
-        "security_protocol": dc.security_protocol,
-    }
+    out = ClientSettings(
+        {
+            "bootstrap_servers": dc.bootstrap,
+            "security_protocol": dc.security_protocol,
+        }
+    )
     if dc.security_protocol in ("SSL", "SASL_SSL"):
         out["ssl_context"] = _ssl_context(dc)
     if dc.security_protocol.startswith("SASL_"):

@@ -9,6 +9,9 @@ only aa is configured with the secure ones."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import io
+import logging
 import re
 import time
 import urllib.request
@@ -18,8 +21,14 @@ from pathlib import Path
 
 import pytest
 import yaml
+from aiokafka.conn import create_conn
+from aiokafka.errors import SaslAuthenticationFailed
 
+from aa.config import client_kwargs, load_config
+from aa.config.client import ConnectionSetupError, preflight
 from aa.dev import cluster as devcluster
+from aa.logs import configure, get_logger
+from aa.mirror.build import flow_settings
 from tests.conftest import _free_ports
 from tests.helpers import secure_broker
 from tests.helpers.cli import CliResult, aa_cli
@@ -215,3 +224,58 @@ async def test_refused_connection_is_one_clear_error(
         assert len(errors) == 1, (args, r.err)
         assert re.search(message, errors[0]), (args, errors[0])
         _no_secret(f"aa {args[0]} ({case})", r.out + r.err)
+
+
+async def test_failing_sasl_connection_in_console_mode_prints_no_password(
+    secure_dcs: SecureDcs,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    unique_name: object,
+) -> None:
+    """Issue 29, item 8. Console logs (the default on a terminal) render a client library's
+    traceback; a frame of the connection holds the password and the flow settings hold the
+    client settings. Every line written while a SASL connection fails is searched for it."""
+    password = "wrong-" + SF_SECRET  # refused by the broker; still a secret
+    monkeypatch.setenv(SF_ENV, password)
+    topic = unique_name("t")  # type: ignore[operator]
+    path = secure_dcs.topology(tmp_path / "t.yaml", topic)
+    topology = load_config(path)
+    sf = topology.datacenter("SF")
+    out = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(out):
+            configure(json=False)
+            settings = flow_settings(topology, topology.flow("SF->NYC"))
+            get_logger("aa.test").info(
+                "flow_built", settings=settings, client=settings.source_client
+            )
+            kwargs = client_kwargs(sf)
+            host, _, port = sf.bootstrap.rpartition(":")
+            with pytest.raises(SaslAuthenticationFailed) as failed:
+                await create_conn(
+                    host,
+                    int(port),
+                    ssl_context=kwargs["ssl_context"],
+                    security_protocol=kwargs["security_protocol"],
+                    sasl_mechanism=kwargs["sasl_mechanism"],
+                    sasl_plain_username=kwargs["sasl_plain_username"],
+                    sasl_plain_password=kwargs["sasl_plain_password"],
+                )
+            # what aiokafka's routines do with an unexpected error, and what aa's supervisor does
+            logging.getLogger("aiokafka").error("Unexpected error", exc_info=failed.value)
+            get_logger("aa.supervisor").error("flow_crashed", exc_info=failed.value)
+            with pytest.raises(ConnectionSetupError) as refused:
+                await preflight([sf])
+            logging.getLogger("aiokafka").error("Unexpected error", exc_info=refused.value)
+    finally:
+        configure()
+    text = out.getvalue()
+    assert "flow_built" in text
+    assert "Traceback" in text  # the tracebacks were written ...
+    assert password not in text, "the password leaked into the console log"  # ... without it
+    assert repr(SF_SECRET)[1:-1] not in text
+    # the command line in console mode, with tracebacks on (DEBUG)
+    for args in (["plan", "--config", str(path)], ["lag", "--config", str(path)]):
+        r = await aa_cli("--log-format", "console", "--log-level", "DEBUG", *args, timeout=180)
+        assert r.code != 0, (args, r)
+        _no_secret(f"aa {args[0]} in console mode", r.out + r.err)
