@@ -42,6 +42,7 @@ from typing import Any
 from aiokafka.consumer import fetcher as _fetcher
 from aiokafka.structs import TopicPartition
 
+from aa.kafka.records import decode_batch
 from aa.mirror.restamp import RawBatch, crc_ok
 from aa.provenance import BATCH, batch_marked_by
 
@@ -170,6 +171,26 @@ class _Raw:
         return iter((self._raw,))
 
 
+class _Decoded:
+    """What aiokafka sees in place of a batch it cannot decode (a header name that is not
+    UTF-8), decoded by aa (:func:`aa.kafka.records.decode_batch`), with the real batch's
+    attributes."""
+
+    __slots__ = ("_batch", "_records")
+
+    def __init__(self, batch: Any, records: list[Any]) -> None:
+        self._batch, self._records = batch, records
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._batch, name)
+
+    def validate_crc(self) -> bool:
+        return True  # checked before it was decoded
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._records)
+
+
 class _Records:
     """``MemoryRecords`` as aiokafka reads it, with mirror-written batches replaced (a
     skipper) and eligible batches handed out undecoded (``data``: the fetched bytes)."""
@@ -182,12 +203,17 @@ class _Records:
         check_crcs: bool,
         at: int,
         data: Any,
+        raw: bool,
     ) -> None:
         self._records, self._tp, self._skipper, self._check_crcs = records, tp, skipper, check_crcs
         self._at = at  # the fetch offset: records before it are not this fetch's
         self._data = memoryview(data) if data is not None else None
+        self._raw = raw and data is not None  # hand out eligible batches undecoded
         self._pos = 0  # where the next batch starts in data
         self._damaged = False  # a batch failed its CRC: this partition's fetch ends there
+        self.whole: Any = None
+        """The bytes of the batch :meth:`next_batch` returned last (``None``: unknown), for
+        the batches aiokafka cannot decode (:func:`aa.kafka.records.decode_batch`)."""
 
     def has_next(self) -> bool:
         return not self._damaged and bool(self._records.has_next())
@@ -198,44 +224,62 @@ class _Records:
 
     def next_batch(self) -> Any:
         batch = self._records.next_batch()
-        data = start = None
+        whole = None
         if self._data is not None and batch is not None:
-            data, start = self._data, self._pos  # MemoryRecords frames batches the same way
-            self._pos = start + 12 + _LENGTH.unpack_from(data, start + 8)[0]
+            start = self._pos  # MemoryRecords frames batches the same way
+            self._pos = start + 12 + _LENGTH.unpack_from(self._data, start + 8)[0]
+            whole = self._data[start : self._pos]
+        self.whole = whole
         if batch is None:
             return batch
         plain = not batch.is_control_batch and getattr(batch, "magic", 2) >= 2
         raw = (
-            plain
-            and data is not None
+            self._raw
+            and plain
             and batch.compression_type == 0
             and not batch.is_transactional
             and batch.timestamp_type == 0
             and batch.base_offset >= self._at
         )
-        whole = data[start : self._pos] if raw and data is not None else None
         # every batch's CRC is checked here, once (aiokafka's own check is off for lean
         # consumers: it would raise, see CorruptBatch)
-        if self._check_crcs and not (crc_ok(whole) if whole is not None else batch.validate_crc()):
+        if self._check_crcs and not (crc_ok(whole) if raw else batch.validate_crc()):
             self._damaged = True
             return _Damaged(max(batch.base_offset, self._at))
         if not plain or (self._skipper is None and not raw):
             return batch
         if self._skipper is not None:
             records = iter(batch)  # aiokafka's C batch decodes from its __iter__ on
-            first = next(records, None)
+            try:
+                first = next(records, None)
+            except UnicodeDecodeError:  # a header name that is not UTF-8: aa decodes it
+                if whole is None:
+                    raise
+                decoded = decode_batch(whole)
+                if not decoded:
+                    return _Skipped(batch.base_offset, batch.next_offset)
+                return self._skipped(batch, decoded[0]) or _Decoded(batch, decoded)
             if first is None:  # emptied by compaction: nothing to read (nor to iterate again)
                 return _Skipped(batch.base_offset, batch.next_offset)
-            if self._skipper.skips(first.headers, batch.producer_id):
-                self._skipper.skipped[self._tp] += batch.next_offset - max(self._at, first.offset)
-                self._at = batch.next_offset
-                return _Skipped(batch.base_offset, batch.next_offset)
+            skipped = self._skipped(batch, first)
+            if skipped is not None:
+                return skipped
             if not raw:
                 return _Peeked(batch, first, records)
         assert whole is not None
         return _Raw(
             batch, RawBatch(whole, batch.base_offset, batch.next_offset, batch.max_timestamp)
         )
+
+    def _skipped(self, batch: Any, first: Any) -> _Skipped | None:
+        """The batch stepped over when its first record carries the mark of a mirror that
+        wrote it into the source DC; ``None`` otherwise."""
+        assert self._skipper is not None
+        if not self._skipper.skips(first.headers, batch.producer_id):
+            return None
+        self._skipper.skipped[self._tp] += batch.next_offset - max(self._at, first.offset)
+        self._at = batch.next_offset
+        return _Skipped(batch.base_offset, batch.next_offset)
 
 
 class _Fetched:
@@ -259,6 +303,10 @@ class _Fetched:
 
 _Memory: Any = _fetcher.MemoryRecords
 _Base: Any = _fetcher.PartitionRecords
+_READ_COMMITTED = 1
+"""aiokafka's isolation level ``read_committed`` as its fetcher spells it."""
+_BASE_NAMES = ("_unpack_records", "_consume_aborted_up_to", "_contains_abort_marker")
+"""What :class:`_PartitionRecords` uses of aiokafka's class (checked by :func:`install`)."""
 
 
 class _PartitionRecords(_Base):  # type: ignore[misc]  # aiokafka's class is untyped
@@ -279,9 +327,8 @@ class _PartitionRecords(_Base):  # type: ignore[misc]  # aiokafka's class is unt
         lean = isinstance(key_deserializer, LeanRecords)
         if lean:
             skipper = key_deserializer if isinstance(key_deserializer, BatchSkipper) else None
-            if not key_deserializer.raw:
-                data = None
-            records = _Records(records, tp, skipper, check_crcs, fetch_offset, data)
+            raw = key_deserializer.raw
+            records = _Records(records, tp, skipper, check_crcs, fetch_offset, data, raw)
             key_deserializer = None
             check_crcs = False  # _Records checks each batch once, and hands out a CorruptBatch
         super().__init__(
@@ -290,17 +337,47 @@ class _PartitionRecords(_Base):  # type: ignore[misc]  # aiokafka's class is unt
         )  # fmt: skip
         self._lean = lean
         if lean:
-            self._consumer_record = _as_decoded
+            self._records_iterator = self._lean_records()
 
     def __iter__(self) -> Any:
         # aiokafka's getall() iterates this object, whose __next__ is a Python frame per record
         # around the generator's own: lean consumers hand the generator out directly.
         return self._records_iterator if self._lean else self
 
-
-def _as_decoded(tp: TopicPartition, record: Any) -> Any:
-    """aiokafka's decoded record itself (offset, timestamp, key, value, headers)."""
-    return record
+    def _lean_records(self) -> Iterator[Any]:
+        """The records of a lean consumer's fetch, as aiokafka's own generator yields them
+        (aborted transactions and control batches stepped over, records before the fetch
+        position dropped) but aiokafka's decoded records themselves, and a batch aiokafka
+        cannot decode (a header name that is not UTF-8) decoded by aa from that record on."""
+        records: _Records = self._records
+        committed = self._isolation_level == _READ_COMMITTED
+        while records.has_next():
+            batch = records.next_batch()
+            if committed and batch.producer_id is not None:
+                self._consume_aborted_up_to(batch.base_offset)
+                if batch.is_control_batch and self._contains_abort_marker(batch):
+                    self._aborted_producers.discard(batch.producer_id)
+                if batch.is_transactional and batch.producer_id in self._aborted_producers:
+                    self.next_fetch_offset = batch.next_offset
+                    continue
+            if batch.is_control_batch:
+                self.next_fetch_offset = batch.next_offset
+                continue
+            try:
+                for record in batch:
+                    if record.offset >= self.next_fetch_offset:  # else: before the position
+                        self.next_fetch_offset = record.offset + 1
+                        yield record
+            except UnicodeDecodeError:
+                if records.whole is None:
+                    raise
+                # aa decodes the batch; the records handed out already are before the position
+                for record in decode_batch(records.whole):
+                    if record.offset >= self.next_fetch_offset:
+                        self.next_fetch_offset = record.offset + 1
+                        yield record
+            # a compacted batch keeps its last offset: the next fetch starts after it
+            self.next_fetch_offset = batch.next_offset
 
 
 def install() -> None:
@@ -312,7 +389,8 @@ def install() -> None:
     if (
         current is not _Base
         or getattr(_fetcher, "MemoryRecords", None) is not _Memory
-        or not all(hasattr(_Base, name) for name in ("_unpack_records", "_consumer_record"))
+        or not all(hasattr(_Base, name) for name in _BASE_NAMES)
+        or getattr(_fetcher, "READ_COMMITTED", None) != _READ_COMMITTED
     ):
         raise RuntimeError(
             "this aiokafka has no consumer.fetcher.PartitionRecords as aa knows it: aa cannot "

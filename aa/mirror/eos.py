@@ -68,6 +68,11 @@ class ExactlyOnce:
     def __init__(self, settings: FlowSettings) -> None:
         self._settings = settings
         self._next: dict[TopicPartition, int] = {}
+        """Per partition, the next offset to copy: records before it were copied (stored, or
+        admitted into the open transaction); :meth:`admit` drops them."""
+        self._stored: dict[TopicPartition, int] = {}
+        """Per partition, the position the positions topic holds (read at start, then each
+        committed transaction's)."""
         self._open = False
         self._dirty = False
         self._last = time.monotonic()
@@ -132,6 +137,7 @@ class ExactlyOnce:
         if s.offset_syncs and not stored:  # a new flow, or its positions topic was lost
             stored.update(await self._lost(group, set(stale)))
         self._next = {tp: max(stored.get(tp, 0), group.get(tp, 0)) for tp in {*stored, *group}}
+        self._stored = dict(self._next)
         clients.log.info(
             "eos_resumed",
             partitions=len(self._next),
@@ -227,6 +233,7 @@ class ExactlyOnce:
                 retriable=True,
             )
         await self._guard(producer.commit_transaction())
+        self._stored.update(ready)
         self.transactions += 1
         self._last, self._since = time.monotonic(), None
         await self._guard(producer.begin_transaction())
@@ -234,17 +241,22 @@ class ExactlyOnce:
         return True  # the caller counts the copies: committed now
 
     def _not_behind(self, ready: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
-        """The offsets of ``ready`` that do not move a partition back.
+        """The positions the transaction stores: exactly what it copied, never less than stored.
 
         The source consumer has no group: after a restart it fetches from the earliest offset
         and :meth:`admit` drops what was copied. Until a partition's first fetch is dropped,
         its position is behind the stored offset; a fetch that returned only copied records
         of other partitions made the flow commit those positions ("moved past markers"), and
-        a kill in that window copied the partition again. Never store less than copied."""
+        a kill in that window copied the partition again. Such positions are left out.
+
+        A position below what :meth:`admit` let through is kept: the route stage stopped at a
+        record the target refuses (``on_error: fail``), and the copies before it commit in
+        this transaction. Stored at the end of the fetch instead, or left out (as it once
+        was), the copies commit without their position and a restart copies them again. The
+        records from there on were not copied: they are admitted again if fetched again."""
         out = {}
         for tp, offset in ready.items():
-            nxt = self._next.get(tp, 0)
-            if offset >= nxt:
+            if offset >= self._stored.get(tp, 0):
                 out[tp] = offset
                 self._next[tp] = offset
         return out

@@ -34,6 +34,7 @@ from typing import Any, overload
 from aiokafka.producer.message_accumulator import BatchBuilder
 from aiokafka.record import default_records
 
+from aa.kafka.records import decode_batch
 from aa.provenance import MIRRORED_AT, SRC, LocalStamp
 
 try:
@@ -72,8 +73,14 @@ class RawBatch:
         self.timestamp = timestamp
 
     def records(self) -> list[Any]:
-        """Its records, decoded by aiokafka as the flow's consumer would (the record path)."""
-        return [r for r in _DecodedBatch(bytes(self.data)) if r.offset >= self.offset]
+        """Its records, decoded by aiokafka as the flow's consumer would (the record path), or
+        by aa where aiokafka cannot (a header name that is not UTF-8)."""
+        data = bytes(self.data)
+        try:
+            decoded = list(_DecodedBatch(data))
+        except UnicodeDecodeError:
+            decoded = decode_batch(data)
+        return [r for r in decoded if r.offset >= self.offset]
 
 
 def next_offset(records: Sequence[Any]) -> int:

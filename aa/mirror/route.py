@@ -19,6 +19,7 @@ from typing import Any
 
 from aiokafka import TopicPartition
 
+from aa.kafka.records import RawName
 from aa.mirror.context import StageContext
 from aa.mirror.errors import FlowError
 from aa.mirror.limits import TargetLimits, headers_size
@@ -241,7 +242,13 @@ class Forwarder:
                 held = slot[1]
                 n = len(held)
                 headers = route if n else route + marks[slot[3]]  # a batch's first: see batches
-                if slot[2](n, ts, key, value, headers) is None:
+                try:
+                    appended = slot[2](n, ts, key, value, headers)
+                except TypeError:
+                    slot = self._pure(run, p, headers)
+                    held = slot[1]
+                    appended = slot[2](0, ts, key, value, route + marks[slot[3]])
+                if appended is None:
                     self._seal(slot, target, p, tp)
                     builder = new_batch(limits)
                     slot = open_batches[p] = (builder, [], appender(builder), slot[3])
@@ -261,6 +268,21 @@ class Forwarder:
         run.forwarded += forwarded
         run.nbytes += nbytes
         return go_on
+
+    def _pure(self, run: _Run, partition: int, headers: list[tuple[str, Any]]) -> Any:
+        """A new batch for target ``partition`` built by aiokafka's pure-Python builder, for a
+        record with a header name that is not UTF-8 (:class:`aa.kafka.records.RawName`):
+        aiokafka's C builder takes ``str`` names only (and raises ``TypeError``), the pure one
+        writes the name's own bytes. The batch open there, if any, is sealed first."""
+        if not any(type(name) is RawName for name, _ in headers):
+            raise TypeError(f"{run.tp}: a record's headers are not (str, bytes) pairs")
+        slot = run.open.get(partition)
+        if slot is not None and slot[1]:
+            self._seal(slot, run.target, partition, run.tp)
+        lane = slot[3] if slot is not None else self._lane(run, partition)
+        builder = self.target.new_raw_batch(run.limits)
+        slot = run.open[partition] = (builder, Held(), appender(builder), lane)
+        return slot
 
     def _lane(self, run: _Run, partition: int) -> int:
         """The producer lane of the run's batches for target ``partition`` (one per run)."""

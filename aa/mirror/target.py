@@ -15,6 +15,7 @@ from aiokafka.errors import KafkaTimeoutError, UnknownTopicOrPartitionError
 from aiokafka.partitioner import murmur2
 from aiokafka.producer.message_accumulator import BatchBuilder
 
+from aa.kafka.records import printable
 from aa.mirror.context import StageContext
 from aa.mirror.errors import FlowError, aiokafka_part
 from aa.mirror.limits import TargetLimits, record_size
@@ -238,7 +239,8 @@ class Target:
         """Send ``record`` to the dead-letter topic with why; the future of its delivery."""
         ref = f"{self.ctx.settings.source}/{tp.topic}/{tp.partition}/{record.offset}"
         headers = [
-            *(record.headers or ()),
+            # a name that is not UTF-8 goes in escaped: aiokafka's producer takes str names
+            *((printable(k), v) for k, v in record.headers or ()),
             (DEAD_LETTER_REASON, reason.encode()),
             (SRC, ref.encode()),
         ]

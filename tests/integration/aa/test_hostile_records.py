@@ -14,6 +14,7 @@ from aa.config import read_yaml
 from aa.mirror.build import build_flows
 from tests.conftest import DcCluster
 from tests.helpers.kafka import Rec, consume_all, create_topic, eventually, produce
+from tests.helpers.kcat import kcat_consume, kcat_produce
 from tests.helpers.mirror import committed, running_flow
 
 pytestmark = pytest.mark.integration
@@ -107,3 +108,31 @@ async def test_aborted_source_transactions_are_not_copied_and_the_commit_reaches
 
 async def _committed_is(bootstrap: str, group: str, topic: str, want: int) -> bool:
     return (await committed(bootstrap, group, topic, 1)) == {0: want}
+
+
+async def test_header_names_a_librdkafka_client_writes_as_bytes_are_copied_byte_for_byte(
+    dc_clusters: dict[str, DcCluster], unique_name: Callable[[str], str]
+) -> None:
+    """kcat (librdkafka) writes header names that are not UTF-8; aiokafka cannot decode them.
+    Every record of the topic — before, in and after the odd batches, uncompressed and lz4 —
+    and of another topic of the same flow is copied, names byte for byte (issue 29, item 2:
+    0 of 6 copied, the flow failed after 5 crashes, dead-letter on or not)."""
+    sf, nyc = dc_clusters["SF"].bootstrap, dc_clusters["NYC"].bootstrap
+    topic = await create_topic(sf, unique_name("bytes-names"), partitions=1)
+    other = await create_topic(sf, unique_name("bytes-names-other"), partitions=1)
+    odd = ((b"\xff\xfekey", b"v\xff"), (b"ok", b"1"))
+    await kcat_produce(sf, topic, [b"a0", b"a1", b"a2"], key=b"k")
+    await kcat_produce(sf, topic, [b"b0"], key=b"k", headers=odd)
+    await kcat_produce(sf, topic, [b"c0", b"c1"], key=b"k")
+    await kcat_produce(sf, topic, [b"d0", b"d1"], key=b"k", headers=odd, compression="lz4")
+    await kcat_produce(sf, other, [b"o0", b"o1", b"o2"], key=b"k")
+    settings, router = _sf_to_nyc(sf, nyc, f"^({topic}|{other})$", "on_error: dead-letter\n")
+    async with running_flow(settings, router) as (_flow, task):
+        got = await kcat_consume(nyc, topic, count=8, timeout=90)
+        others = await kcat_consume(nyc, other, count=3, timeout=60)
+        assert not task.done()
+    assert [r.value for r in got] == [b"a0", b"a1", b"a2", b"b0", b"c0", b"c1", b"d0", b"d1"]
+    assert [r.value for r in others] == [b"o0", b"o1", b"o2"]
+    for r in got:
+        app = tuple(h for h in r.headers if not h[0].startswith(b"aa-"))
+        assert app == (odd if r.value[:1] in b"bd" else ()), r

@@ -9,14 +9,18 @@ import time
 from collections.abc import Callable
 
 import pytest
+from aiokafka import TopicPartition
 
+from aa.admin import ClusterAdmin
+from aa.mirror.errors import FlowError
 from aa.mirror.flow import DEAD_LETTER_REASON
+from aa.mirror.positions import stored_offsets
 from aa.mirror.settings import DEFAULT_CONFIG_EXCLUDE, FlowSettings
 from aa.mirror.supervisor import Backoff, Supervisor
 from aa.observe.metrics import Metrics
 from tests.conftest import DcCluster
 from tests.helpers.kafka import Rec, consume_all, create_topic, eventually, produce
-from tests.helpers.mirror import OriginOnlyRouter, committed, exact, running_flow
+from tests.helpers.mirror import OriginOnlyRouter, committed, eos_flow, exact, running_flow
 
 pytestmark = pytest.mark.integration
 
@@ -161,3 +165,41 @@ async def test_small_target_max_message_bytes_caps_batches_instead_of_dead_lette
         source="SF", target="NYC", topic=topic, reason="record-too-large"
     )._value.get()
     assert dead == 0
+
+
+async def test_eos_refused_record_stores_exactly_what_the_transaction_copied(
+    dc_clusters: dict[str, DcCluster], unique_name: Names
+) -> None:
+    """Exactly-once, ``on_error: fail``: 5 copied, then 10 small + 1 over the target's
+    max.message.bytes + 2. The flow stops before the big one having copied 15; the stored
+    position is 15, not 5 (issue 29, item 1: it stayed at 5, and after the limit was raised the
+    restart copied 10 records a second time)."""
+    eos = await eos_flow(
+        dc_clusters, unique_name, "eos-refused", partitions=1, commit_interval_s=0.2,
+        config_exclude=KEEP_TARGET,
+    )  # fmt: skip
+    sf, nyc, topic = eos.sf, eos.nyc, eos.topic
+    await create_topic(nyc, topic, config={"max.message.bytes": "2048"})
+    await produce(
+        sf, topic, [Rec(f"k{i}".encode(), f"v{i}".encode(), partition=0) for i in range(5)]
+    )
+    async with running_flow(eos.settings, eos.router) as (_, task):
+        await consume_all(nyc, topic, count=5, timeout=60, isolation_level="read_committed")
+        later = [Rec(f"k{i}".encode(), f"v{i}".encode(), partition=0) for i in range(5, 15)]
+        later.append(Rec(b"k15", b"x" * 4096, partition=0))
+        later += [Rec(f"k{i}".encode(), f"v{i}".encode(), partition=0) for i in (16, 17)]
+        await produce(sf, topic, later)
+        await eventually(task.done, timeout=60, message="the flow stops at the big record")
+    assert isinstance(task.exception(), FlowError)
+    assert f"{topic}/0@15" in str(task.exception())
+    stored, _ = await stored_offsets(eos.settings)
+    assert stored[TopicPartition(topic, 0)] == 15
+    async with ClusterAdmin("NYC", bootstrap_servers=nyc) as admin:
+        await admin.set_topic_configs(topic, {"max.message.bytes": "65536"})
+    async with running_flow(eos.settings, eos.router):
+        got = await consume_all(
+            nyc, topic, count=18, timeout=60, isolation_level="read_committed", settle=1.0
+        )
+    keys = [r.key for r in got]
+    assert len(keys) == 18, f"{len(keys) - len(set(keys))} copied twice"
+    assert sorted(keys) == sorted(f"k{i}".encode() for i in range(18))

@@ -1,0 +1,179 @@
+"""Record batches (magic 2) decoded by aa itself, for the bytes aiokafka cannot decode.
+
+Header names are bytes on the wire. aiokafka decodes them as UTF-8 and raises on any other
+bytes, which librdkafka and Go clients write as they are given; its builders take ``str`` names
+only. aa decodes such a batch with :func:`decode_batch`: a name that is not UTF-8 becomes a
+:class:`RawName`, a ``str`` that remembers its bytes and encodes back to exactly them, so the
+record is copied byte for byte (:mod:`aa.mirror.route` appends it through the pure-Python batch
+builder, which encodes names with ``str.encode``). Everything else about the record is as
+aiokafka would give it: offset, timestamp, key, value and headers.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from aiokafka import codec
+
+BATCH_HEADER = 61
+"""Bytes of a record batch before its first record (base offset through record count)."""
+_HEAD = struct.Struct(">qiibIhiqqqhii")
+_CODECS: dict[int, Callable[[bytes], bytes]] = {
+    1: codec.gzip_decode,
+    2: codec.snappy_decode,
+    3: codec.lz4_decode,
+    4: codec.zstd_decode,
+}
+_LOG_APPEND_TIME = 0x08
+
+
+class RawName(str):
+    """A header name that is not UTF-8: its text (the bytes that are not UTF-8 escaped as lone
+    surrogates, as ``surrogateescape`` does), and :attr:`raw`, the bytes on the wire, which
+    :meth:`encode` returns whatever the codec asked for."""
+
+    raw: bytes
+
+    def __new__(cls, raw: bytes) -> RawName:
+        name = super().__new__(cls, raw.decode("utf-8", "surrogateescape"))
+        name.raw = raw
+        return name
+
+    def encode(self, encoding: str = "utf-8", errors: str = "strict") -> bytes:
+        return self.raw
+
+    def printable(self) -> str:
+        """The name with its odd bytes as ``\\xNN`` escapes (for a dead letter, a log line)."""
+        return self.raw.decode("utf-8", "backslashreplace")
+
+
+def printable(name: str) -> str:
+    """A header name as text any client takes: a :class:`RawName` escaped, others as they are."""
+    return name.printable() if type(name) is RawName else name
+
+
+def name_bytes(name: str) -> bytes:
+    """A header name's bytes on the wire."""
+    return name.raw if type(name) is RawName else name.encode()
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One record of a batch aa decoded itself (the fields the mirror reads of aiokafka's)."""
+
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: Sequence[tuple[str, bytes | None]]
+
+
+class BatchError(ValueError):
+    """The bytes are not a well-formed record batch of magic 2."""
+
+
+def _varint(buf: bytes, pos: int) -> tuple[int, int]:
+    shift = result = 0
+    while True:
+        if pos >= len(buf):
+            raise BatchError("a varint runs past the end of the record")
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return (result >> 1) ^ -(result & 1), pos
+        shift += 7
+        if shift > 63:
+            raise BatchError("a varint longer than 10 bytes")
+
+
+def _field(buf: bytes, pos: int) -> tuple[bytes | None, int]:
+    n, pos = _varint(buf, pos)
+    if n < 0:
+        return None, pos
+    if pos + n > len(buf):
+        raise BatchError("a field runs past the end of the record")
+    return buf[pos : pos + n], pos + n
+
+
+def _name(raw: bytes) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return RawName(raw)
+
+
+def decode_batch(data: Any) -> list[Record]:
+    """Every record of one whole record batch (bytes-like, its 12-byte log prefix included),
+    decompressed if need be; control batches included as they are (their key and value)."""
+    buf = bytes(data)
+    if len(buf) < BATCH_HEADER:
+        raise BatchError(f"{len(buf)} bytes: shorter than a record batch header")
+    (base, length, _, magic, _, attrs, _, first_ts, max_ts, _, _, _, count) = _HEAD.unpack_from(buf)
+    if magic != 2:
+        raise BatchError(f"magic {magic}: only record batches of magic 2 are decoded here")
+    if 12 + length != len(buf) or count < 0:
+        raise BatchError("the batch length or record count does not match its bytes")
+    body = buf[BATCH_HEADER:]
+    if attrs & 0x07:
+        decode = _CODECS.get(attrs & 0x07)
+        if decode is None:
+            raise BatchError(f"unknown compression codec {attrs & 0x07}")
+        body = decode(body)
+    log_append = bool(attrs & _LOG_APPEND_TIME)
+    out: list[Record] = []
+    pos = 0
+    for _ in range(count):
+        size, pos = _varint(body, pos)
+        end = pos + size
+        if size < 1 or end > len(body):
+            raise BatchError("a record runs past the end of the batch")
+        rec = body[:end]
+        at = pos + 1  # attributes: unused
+        ts_delta, at = _varint(rec, at)
+        offset_delta, at = _varint(rec, at)
+        key, at = _field(rec, at)
+        value, at = _field(rec, at)
+        n, at = _varint(rec, at)
+        headers: list[tuple[str, bytes | None]] = []
+        for _ in range(n):
+            name, at = _field(rec, at)
+            if name is None:
+                raise BatchError("a header without a name")
+            hvalue, at = _field(rec, at)
+            headers.append((_name(name), hvalue))
+        if at != end:
+            raise BatchError("a record's fields do not fill its length")
+        ts = max_ts if log_append else first_ts + ts_delta
+        out.append(Record(base + offset_delta, ts, key, value, headers))
+        pos = end
+    return out
+
+
+def _size(n: int) -> int:
+    """Bytes of ``n`` as a zigzag varint."""
+    u = (n << 1) ^ (n >> 63)
+    size = 1
+    while u >= 0x80:
+        u >>= 7
+        size += 1
+    return size
+
+
+def record_bytes(
+    key: bytes | None, value: bytes | None, headers: Sequence[tuple[str, bytes | None]]
+) -> int:
+    """Bytes one record takes in a batch as its first (offset and timestamp deltas 0), its
+    length prefix included: what the target's ``max.message.bytes`` is checked against, with
+    :data:`BATCH_HEADER`."""
+    body = 3 + _size(len(headers))  # attributes, timestamp delta 0, offset delta 0
+    body += _size(-1) if key is None else _size(len(key)) + len(key)
+    body += _size(-1) if value is None else _size(len(value)) + len(value)
+    for name, hvalue in headers:
+        raw = name_bytes(name)
+        body += _size(len(raw)) + len(raw)
+        body += _size(-1) if hvalue is None else _size(len(hvalue)) + len(hvalue)
+    return body + _size(body)
