@@ -19,7 +19,9 @@
  *   src_prefix  the aa-src value before the offset digits ("SF/topic/3/")
  *   post        the encoded aa-ts header
  *   mark        the encoded aa-batch header of a target batch's first record (b"" for none)
- *   screen      None, or (cap, no_null_key, oldest, newest) of the target's limits
+ *   screen      None, or (room, no_null_key, oldest, newest) of the target's limits: room is
+ *               the most bytes one record may take written alone in a batch (aa's headers and
+ *               the mark included; max.message.bytes less the batch header)
  *
  * Returns None when the batch is not one this path takes (then nothing was written): a
  * compressed, transactional, control or LogAppendTime batch, offsets with gaps, a record that
@@ -38,7 +40,6 @@
 typedef struct {
     int64_t ts_delta, offset_delta, key_len, value_len, hcount;
     const uint8_t *key, *value, *headers, *end;
-    int64_t headers_bytes; /* key and value bytes of the headers (limits.headers_size) */
 } record;
 
 static uint64_t be(const uint8_t *p, int n) {
@@ -103,7 +104,6 @@ static int parse(const uint8_t **pp, const uint8_t *end, record *r) {
     if (read_bytes(&p, rend, &r->value_len, &r->value) < 0) return -1;
     if (read_varlong(&p, rend, &r->hcount) < 0 || r->hcount < 0 || r->hcount > len) return -1;
     r->headers = p;
-    r->headers_bytes = 0;
     for (int64_t h = 0; h < r->hcount; h++) {
         int64_t klen, vlen;
         const uint8_t *k, *v;
@@ -112,7 +112,6 @@ static int parse(const uint8_t **pp, const uint8_t *end, record *r) {
         for (int64_t i = 0; i < klen; i++)
             if (k[i] >= 0x80) return -1; /* aiokafka decodes keys as UTF-8: keep it ASCII */
         if (read_bytes(&p, rend, &vlen, &v) < 0) return -1;
-        r->headers_bytes += klen + (vlen > 0 ? vlen : 0);
     }
     if (p != rend) return -1;
     r->end = rend;
@@ -158,6 +157,30 @@ static int as_int64(PyObject *o, int64_t *out) {
     if (v == -1 && PyErr_Occurred()) return -1;
     *out = (int64_t)v;
     return 0;
+}
+
+/* The bytes of record `r` as written (its length prefix not included): offset delta `n`,
+ * timestamp delta `delta`, the source offset's `ndigits` digits in aa-src, the mark when
+ * `with_mark`. */
+static int64_t record_body(const record *r, int64_t delta, int64_t n, int ndigits, int with_mark,
+                           const Py_buffer *pre, const Py_buffer *prefix, const Py_buffer *post,
+                           const Py_buffer *mark) {
+    int64_t src_len = prefix->len + ndigits;
+    int64_t added = pre->len + size_varlong(src_len) + src_len + post->len +
+                    (with_mark ? mark->len : 0);
+    return 1 + size_varlong(delta) + size_varlong(n) + size_varlong(r->key_len) +
+           (r->key_len > 0 ? r->key_len : 0) + size_varlong(r->value_len) +
+           (r->value_len > 0 ? r->value_len : 0) + size_varlong(r->hcount + 4 + with_mark) +
+           headers_len(r) + added;
+}
+
+static int digits_of(int64_t v) {
+    int n = 1;
+    while (v >= 10) {
+        v /= 10;
+        n++;
+    }
+    return n;
 }
 
 static PyObject *restamp(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
@@ -223,11 +246,13 @@ static PyObject *restamp(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     for (int64_t i = 0; i < count; i++) {
         if (parse(&p, end, &r) < 0 || r.offset_delta != i) goto not_taken;
         if (screened) {
-            int64_t size = (r.key_len > 0 ? r.key_len : 0) + (r.value_len > 0 ? r.value_len : 0);
+            /* exactly as written alone in a batch (its first: deltas 0, the mark): what the
+             * target's max.message.bytes is checked against, less the batch header (cap) */
             int64_t ts = src_first_ts + r.ts_delta;
-            if (size > cap || (r.key_len < 0 && no_null_key) ||
-                (ts != -1 && (ts < oldest || ts > newest)) ||
-                (r.hcount > 0 && size + r.headers_bytes > cap))
+            int64_t body = record_body(&r, 0, 0, digits_of(base_offset + i), mark.len > 0, &pre,
+                                       &prefix, &post, &mark);
+            if (body + size_varlong(body) > cap || (r.key_len < 0 && no_null_key) ||
+                (ts != -1 && (ts < oldest || ts > newest)))
                 goto not_taken;
         }
     }
@@ -246,12 +271,7 @@ static PyObject *restamp(PyObject *self, PyObject *const *args, Py_ssize_t nargs
         int ndigits = snprintf(digits, sizeof digits, "%lld", (long long)(base_offset + i));
         int64_t src_len = prefix.len + ndigits;
         int with_mark = n == 0 && mark.len > 0;
-        int64_t added = pre.len + size_varlong(src_len) + src_len + post.len +
-                        (with_mark ? mark.len : 0);
-        int64_t body = 1 + size_varlong(delta) + size_varlong(n) +
-                       size_varlong(r.key_len) + (r.key_len > 0 ? r.key_len : 0) +
-                       size_varlong(r.value_len) + (r.value_len > 0 ? r.value_len : 0) +
-                       size_varlong(r.hcount + 4 + with_mark) + headers_len(&r) + added;
+        int64_t body = record_body(&r, delta, n, ndigits, with_mark, &pre, &prefix, &post, &mark);
         int64_t required = body + size_varlong(body);
         Py_ssize_t at = PyByteArray_GET_SIZE(out);
         if (n != 0 && at + required >= batch_size) break; /* aiokafka's C builder's rule */

@@ -16,9 +16,22 @@ from typing import Any
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 
 from aa.admin import ClusterAdmin
+from aa.kafka.records import BATCH_HEADER, record_bytes
+from aa.provenance import BATCH, MAX_PATH_BYTES, MAX_SRC_BYTES, MIRRORED_AT, ORIGIN, PATH, SRC
 
-RECORD_BATCH_OVERHEAD = 256
-"""Bytes a record batch and record framing add around key, value and headers (generous)."""
+MIRROR_HEADERS_MAX = sum(
+    2 * 5 + len(name) + most
+    for name, most in (
+        (ORIGIN, 32), (PATH, MAX_PATH_BYTES), (SRC, MAX_SRC_BYTES), (MIRRORED_AT, 20),
+        (BATCH, 32 + 1 + 20),
+    )
+)  # fmt: skip
+"""The most bytes aa's own headers add to a copy (each with its two length varints), for the
+hot path's quick screen: a record under ``room - SCREEN_SLACK`` fits whatever aa adds."""
+HEADER_FRAMING = 10
+"""The most bytes one header's two length varints take."""
+SCREEN_SLACK = MIRROR_HEADERS_MAX + 40  # record framing: length, attributes, deltas, lengths
+"""What the quick screen keeps free beside a record's key, value and header bytes."""
 
 
 def record_size(record: Any) -> int:
@@ -27,8 +40,9 @@ def record_size(record: Any) -> int:
 
 
 def headers_size(headers: Any) -> int:
-    """Bytes of a record's header keys and values."""
-    return sum(len(k) + len(v or b"") for k, v in headers or ())
+    """Bytes of a record's header names and values, each with its framing at most (for the
+    quick screen)."""
+    return sum(len(k.encode()) + len(v or b"") + HEADER_FRAMING for k, v in headers or ())
 
 
 NO_LIMIT = 1 << 62
@@ -80,21 +94,24 @@ class TargetLimits:
 
     @property
     def batch_cap(self) -> int | None:
-        """The largest record batch to build for this topic (its ``max.message.bytes``)."""
-        if self.max_message_bytes is None:
-            return None
-        return max(1, self.max_message_bytes - RECORD_BATCH_OVERHEAD)
+        """The largest record batch to build for this topic (its ``max.message.bytes``): a
+        batch of several records stays below it (the builders' rule); a record alone is
+        screened by :meth:`refusal`."""
+        return self.max_message_bytes
 
     def screen(self, now_ms: int) -> tuple[int, bool, int, int]:
-        """What the per-record hot path checks inline before asking :meth:`refusal`: the size
-        cap (a huge number when none), whether null keys are refused, and the oldest and
-        newest timestamps taken now. A record within all four is never refused; one outside
-        any is passed to :meth:`refusal`, which decides and says why."""
-        cap = self.batch_cap
+        """What the hot path checks before asking :meth:`refusal`: the room one record may take
+        in a batch of its own (a huge number when unchecked; the batch path compares each
+        record's exact bytes as written, aa's headers included, and the record path its key,
+        value and headers against the room less :data:`SCREEN_SLACK`), whether null keys are
+        refused, and the oldest and newest timestamps taken now. A record within all four is
+        never refused; one outside any is passed to :meth:`refusal`, which decides and says
+        why."""
+        room = NO_LIMIT if self.max_message_bytes is None else self.max_message_bytes - BATCH_HEADER
         # clamped: Kafka 3.9 defaults both windows to Long.MAX_VALUE, and now +/- that does not
         # fit the 64 bits the compiled helper takes
         return (
-            NO_LIMIT if cap is None else min(cap, NO_LIMIT),
+            min(room, NO_LIMIT),
             self.compacted,
             -NO_LIMIT
             if self.before_max_ms is None
@@ -102,16 +119,25 @@ class TargetLimits:
             NO_LIMIT if self.after_max_ms is None else min(NO_LIMIT, now_ms + self.after_max_ms),
         )
 
-    def refusal(self, record: Any, now_ms: int) -> Refusal | None:
-        """Why the target would refuse ``record`` whatever the retries, or ``None``."""
-        size = record_size(record)
-        cap = self.batch_cap
-        if cap is not None and size > cap:
-            return Refusal(
-                "record-too-large",
-                f"{size} bytes, larger than {self.topic}'s max.message.bytes "
-                f"{self.max_message_bytes}",
-            )
+    def refusal(self, record: Any, now_ms: int, headers: Any = None) -> Refusal | None:
+        """Why the target would refuse ``record`` whatever the retries, or ``None``.
+
+        ``headers``: the headers its copy is written with (the application's, aa's, and the
+        batch mark it gets as a batch's first), so its size is checked exactly: the bytes of
+        a batch holding it alone. Without them (a batch the broker refused, checked again),
+        aa's headers count at their largest."""
+        if self.max_message_bytes is not None:
+            if headers is None:
+                size = record_bytes(record.key, record.value, record.headers or ())
+                size += BATCH_HEADER + MIRROR_HEADERS_MAX
+            else:
+                size = BATCH_HEADER + record_bytes(record.key, record.value, headers)
+            if size > self.max_message_bytes:
+                return Refusal(
+                    "record-too-large",
+                    f"{size} bytes as a batch of its own with aa's headers, larger than "
+                    f"{self.topic}'s max.message.bytes {self.max_message_bytes}",
+                )
         if record.key is None and self.compacted:
             return Refusal("invalid-record", f"a null key, refused by compacted topic {self.topic}")
         ts = record.timestamp

@@ -22,7 +22,7 @@ from aiokafka import TopicPartition
 from aa.kafka.records import RawName
 from aa.mirror.context import StageContext
 from aa.mirror.errors import FlowError
-from aa.mirror.limits import TargetLimits, headers_size
+from aa.mirror.limits import SCREEN_SLACK, TargetLimits, headers_size
 from aa.mirror.pending import Batch, Pending
 from aa.mirror.placement import Placement
 from aa.mirror.refusals import REFUSED
@@ -205,7 +205,8 @@ class Forwarder:
         record stops the flow (``on_error: fail``)."""
         tp, target, parts, limits, now_ms = run.tp, run.target, run.parts, run.limits, run.now_ms
         if limits is not None:
-            cap, no_null_key, oldest, newest = limits.screen(now_ms)
+            room, no_null_key, oldest, newest = limits.screen(now_ms)
+            cap = room - SCREEN_SLACK  # under it a record fits whatever aa's headers add
         stamp = [(MIRRORED_AT, str(now_ms).encode())]
         new_batch, marks = self.target.new_batch, self.target.marks
         open_batches = run.open
@@ -218,23 +219,24 @@ class Forwarder:
                 size = (len(value) if value is not None else 0) + (
                     len(key) if key is not None else 0
                 )
-                refused = None
+                p = tp.partition if parts is None else partition_for(key, parts)
+                route.extend(stamp)  # the router's list is this record's own
                 if limits is not None and (  # inline screen; refusal() decides and says why
                     size > cap
                     or (key is None and no_null_key)
                     or (ts != -1 and (ts < oldest or ts > newest))
                     or (r.headers and size + headers_size(r.headers) > cap)
                 ):
-                    refused = limits.refusal(r, now_ms)
-                if refused is not None:
-                    # The broker would refuse the whole batch holding it, and aiokafka's
-                    # idempotent producer does not recover from that: refuse it here.
-                    if await self._refuse(pending, tp, r, refused.kind, refused.detail):
-                        go_on = False
-                        break
-                    continue
-                p = tp.partition if parts is None else partition_for(key, parts)
-                route.extend(stamp)  # the router's list is this record's own
+                    # exactly as written: alone in a batch, so with the batch mark too
+                    written = route + marks[self._lane(run, p)]
+                    refused = limits.refusal(r, now_ms, written)
+                    if refused is not None:
+                        # The broker would refuse the whole batch holding it, and aiokafka's
+                        # idempotent producer does not recover from that: refuse it here.
+                        if await self._refuse(pending, tp, r, refused.kind, refused.detail):
+                            go_on = False
+                            break
+                        continue
                 slot = open_batches.get(p)
                 if slot is None:
                     builder = new_batch(limits)

@@ -7,11 +7,15 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from aiokafka import TopicPartition
 
 from aa.admin import ClusterAdmin
+from aa.config import read_yaml
+from aa.kafka.records import BATCH_HEADER, record_bytes
+from aa.mirror.build import build_flows
 from aa.mirror.errors import FlowError
 from aa.mirror.flow import DEAD_LETTER_REASON
 from aa.mirror.positions import stored_offsets
@@ -203,3 +207,84 @@ async def test_eos_refused_record_stores_exactly_what_the_transaction_copied(
     keys = [r.key for r in got]
     assert len(keys) == 18, f"{len(keys) - len(set(keys))} copied twice"
     assert sorted(keys) == sorted(f"k{i}".encode() for i in range(18))
+
+
+def _limit_flow(sf: str, nyc: str, topic: str, on_error: str) -> tuple[Any, Any]:
+    """The real SF->NYC flow of ``topic`` (the topology's router and headers), the target's
+    max.message.bytes its own."""
+    t = read_yaml(
+        f"datacenters:\n  SF: {{bootstrap: '{sf}'}}\n  NYC: {{bootstrap: '{nyc}'}}\n"
+        f"flows: [SF->NYC]\ntopics: ['{topic}']\non_error: {on_error}\n"
+        "topic_sync: {config_exclude: [max.message.bytes]}\n"
+        "heartbeats: {enabled: false}\ncheckpoints: {enabled: false}\n"
+    )
+    [(settings, router)] = build_flows(t, t.inbound("NYC"))
+    return settings, router
+
+
+def _would_take(copy: Any, value: bytes, offset: int) -> int:
+    """The bytes of a single-record batch holding ``value`` with the headers ``copy`` got (its
+    ``aa-src`` moved to ``offset``): what the broker checks against max.message.bytes."""
+    headers = []
+    for k, v in copy.headers:
+        if k == "aa-src":
+            v = v[: v.rfind(b"/") + 1] + b"%d" % offset
+        headers.append((k, v))
+    return BATCH_HEADER + record_bytes(b"k%04d" % len(value), value, headers)
+
+
+LENGTHS = range(3700, 3961)
+"""Value sizes around a 4096-byte max.message.bytes, one record each (key ``k<size>``)."""
+
+
+async def test_records_that_fit_with_aa_headers_are_copied_not_dead_lettered(
+    dc_clusters: dict[str, DcCluster], unique_name: Names
+) -> None:
+    """A short topic into a target with max.message.bytes 4096, values from 3,700 to 3,960
+    bytes: every record whose copy (with aa's own headers) fits is copied, only the others are
+    dead-lettered (issue 29, item 4: a fixed 256-byte allowance refused records that fit)."""
+    sf, nyc = dc_clusters["SF"].bootstrap, dc_clusters["NYC"].bootstrap
+    topic = await create_topic(sf, unique_name("fit"))
+    await create_topic(nyc, topic, config={"max.message.bytes": "4096"})
+    await produce(sf, topic, [Rec(b"k%04d" % n, b"x" * n, partition=0) for n in LENGTHS])
+    settings, router = _limit_flow(sf, nyc, topic, "dead-letter")
+    async with running_flow(settings, router) as (_, task):
+        await eventually(
+            lambda: _is(committed(sf, settings.group_id, topic, 1), {0: len(LENGTHS)}),
+            timeout=90,
+            message="every record copied or dead-lettered",
+        )
+        assert not task.done(), task.exception()
+    copied = await consume_all(nyc, topic, count=1, settle=1.0)
+    dead = await consume_all(nyc, settings.dead_letter_topic, count=1, settle=1.0)
+    assert len(copied) + len(dead) == len(LENGTHS)
+    assert sorted(len(r.value) for r in copied) == list(LENGTHS)[: len(copied)]
+    last = max(copied, key=lambda r: len(r.value))
+    assert _would_take(last, last.value + b"x", len(copied)) > 4096  # the next did not fit
+
+
+async def test_a_record_over_the_limit_only_with_aa_headers_stops_the_flow_before_it(
+    dc_clusters: dict[str, DcCluster], unique_name: Names
+) -> None:
+    """A 120-character topic (``aa-src`` names it) into a target with max.message.bytes 4096,
+    ``on_error: fail``: the flow copies every record that fits and stops for good before the
+    first that does not, its offset the committed one — the screen's refusal, not the broker's
+    (issue 29, item 4: the copy was 74 bytes over, the broker refused it and the flow restarted
+    blaming the target's config)."""
+    sf, nyc = dc_clusters["SF"].bootstrap, dc_clusters["NYC"].bootstrap
+    topic = await create_topic(sf, unique_name("long").ljust(120, "x")[:120])
+    await create_topic(nyc, topic, config={"max.message.bytes": "4096"})
+    await produce(sf, topic, [Rec(b"k%04d" % n, b"x" * n, partition=0) for n in LENGTHS])
+    settings, router = _limit_flow(sf, nyc, topic, "fail")
+    async with running_flow(settings, router) as (_, task):
+        await eventually(task.done, timeout=90, message="the flow stops")
+    exc = task.exception()
+    assert isinstance(exc, FlowError), exc
+    assert not exc.retriable, exc
+    assert exc.kind == "record-too-large", exc
+    copied = await consume_all(nyc, topic, count=1, settle=1.0)
+    assert f"{topic}/0@{len(copied)}" in str(exc)
+    assert await committed(sf, settings.group_id, topic, 1) == {0: len(copied)}
+    assert sorted(len(r.value) for r in copied) == list(LENGTHS)[: len(copied)]
+    last = max(copied, key=lambda r: len(r.value))
+    assert _would_take(last, last.value + b"x", len(copied)) > 4096

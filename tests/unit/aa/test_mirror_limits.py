@@ -6,7 +6,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from aa.mirror.limits import RECORD_BATCH_OVERHEAD, TargetLimits
+from aa.kafka.records import BATCH_HEADER, record_bytes
+from aa.mirror.limits import MIRROR_HEADERS_MAX, TargetLimits
 
 pytestmark = pytest.mark.unit
 
@@ -37,16 +38,29 @@ def test_null_key_refused_by_compacted_topic_only() -> None:
     assert compacted.refusal(R(), NOW) is None
 
 
-def test_size_counts_key_value_and_headers_against_the_cap() -> None:
+def test_size_is_the_batch_a_record_takes_alone_with_the_headers_it_is_written_with() -> None:
+    """The screen is exact: the record's batch of its own, aa's headers and the mark included,
+    against max.message.bytes (issue 29, item 4: a fixed 256-byte allowance, both ways wrong)."""
     limits = TargetLimits.from_configs("t", {"max.message.bytes": "1000"})
-    assert limits.batch_cap == 1000 - RECORD_BATCH_OVERHEAD
-    fits = R(key=b"k", value=b"x" * (limits.batch_cap - 1))
-    assert limits.refusal(fits, NOW) is None
-    over = R(key=b"k", value=b"x" * (limits.batch_cap - 1), headers=[("h", b"1")])
-    refusal = limits.refusal(over, NOW)
+    assert limits.batch_cap == 1000
+    written = [
+        ("aa-origin", b"SF"),
+        ("aa-path", b"SF,NYC"),
+        ("aa-src", b"SF/" + b"t" * 120 + b"/0/7"),
+    ]
+    room = max(
+        n for n in range(1000) if BATCH_HEADER + record_bytes(b"k", b"x" * n, written) <= 1000
+    )
+    fits = R(key=b"k", value=b"x" * room)
+    assert limits.refusal(fits, NOW, written) is None
+    over = R(key=b"k", value=b"x" * (room + 1))
+    refusal = limits.refusal(over, NOW, written)
     assert refusal is not None
     assert refusal.kind == "record-too-large"
     assert "max.message.bytes 1000" in refusal.detail
+    # without the headers it is written with (a batch the broker refused, checked again): aa's
+    # headers count at their largest
+    assert limits.refusal(R(key=b"k", value=b"x" * (1000 - MIRROR_HEADERS_MAX)), NOW) is not None
 
 
 @pytest.mark.parametrize(
