@@ -16,9 +16,12 @@ $(BIN)/python:
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "aa needs Python 3.11+: set PYTHON=python3.11"'
 	$(PYTHON) -m venv $(VENV)
 
-$(STAMP): pyproject.toml aa/mirror/_restamp.c | $(BIN)/python
+$(STAMP): pyproject.toml aa/mirror/_restamp.c scripts/system-packages.txt | $(BIN)/python
+	@bash scripts/sysdeps
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@$(BIN)/python -m pip install --quiet -e '.[kerberos]' || echo "env: the gssapi package \
+	could not be built (it needs libkrb5-dev and a C compiler): the Kerberos tests will skip"
 	@touch $(STAMP)
 
 env: $(STAMP)

@@ -20,14 +20,15 @@ from aa.config.model import (
     Flow,
     FlowGraph,
     LoopPrevention,
-    SaslMechanism,
     SecurityProtocol,
     TopicFilter,
     Topology,
 )
 from aa.config.names import PREFIX
 from aa.config.schema import read_section, read_setting, sections, settings_of
-from aa.config.secret import Secret
+from aa.config.security import SASL_FIELDS as SASL_FIELDS
+from aa.config.security import SSL_FIELDS as SSL_FIELDS
+from aa.config.security import read_sasl, read_ssl
 from aa.provenance import DC_NAME
 
 _STRUCTURE = ("datacenters", "flows")
@@ -42,8 +43,6 @@ TOP_LEVEL = tuple(
 DC = {d.name: d for d in settings_of(Datacenter)}
 """A DC's settings by Datacenter attribute; what users write is ``d.key`` (``ssl.cafile``)."""
 DC_FIELDS = tuple(dict.fromkeys(d.key.split(".")[0] for d in DC.values()))
-SSL_FIELDS = tuple(d.key.split(".", 1)[1] for d in DC.values() if d.key.startswith("ssl."))
-SASL_FIELDS = tuple(d.key.split(".", 1)[1] for d in DC.values() if d.key.startswith("sasl."))
 RESERVED_DC_NAMES = frozenset({PREFIX.rstrip(".")})
 """``aa.`` starts aa's internal topic names, so no DC may be called ``aa``."""
 _FLOW = re.compile(r"^\s*([^\s\->]+)\s*->\s*([^\s\->]+)\s*$")
@@ -115,59 +114,12 @@ def _datacenter(name: str, node: Field) -> Datacenter:
         _opt(fields, "security_protocol", parent, DC["security_protocol"].setting.kind.read)
         or DC["security_protocol"].default,
     )
-    ssl_f = get(fields, "ssl", parent)
-    ssl = ssl_f.mapping(SSL_FIELDS) if ssl_f else {}
-    if ssl and proto not in ("SSL", "SASL_SSL"):
-        raise ssl_f.error(  # type: ignore[union-attr]  # ssl non-empty implies ssl_f
-            f"ssl settings given but security_protocol is {proto}", "SSL or SASL_SSL"
-        )
-    cafile = _opt(ssl, "cafile", node, DC["ssl_cafile"].setting.kind.read)
-    certfile = _opt(ssl, "certfile", node, DC["ssl_certfile"].setting.kind.read)
-    keyfile = _opt(ssl, "keyfile", node, DC["ssl_keyfile"].setting.kind.read)
-    if keyfile and not certfile:
-        raise ssl["keyfile"].error("keyfile without certfile", "certfile, or certfile+keyfile")
-    sasl_f = get(fields, "sasl", parent)
-    sasl = sasl_f.mapping(SASL_FIELDS) if sasl_f else {}
-    mechanism = username = token_provider = None
-    password: Secret | None = None
-    if proto.startswith("SASL_"):
-        if sasl_f is None:
-            raise Field(node.file, f"{node.path}.sasl", None).error(
-                f"missing: security_protocol {proto} needs sasl settings",
-                "{mechanism, username, password}",
-            )
-        mechanism = cast(SaslMechanism, _dc("sasl_mechanism", require(sasl, "mechanism", sasl_f)))
-        if mechanism == "OAUTHBEARER":
-            # the token comes from a hook (aa.config.client.token_provider), not a password
-            token_provider = _dc("sasl_token_provider", require(sasl, "token_provider", sasl_f))
-            for unused in ("username", "password"):
-                if unused in sasl:
-                    raise sasl[unused].error(
-                        "not used with OAUTHBEARER", "token_provider: 'module:factory' only"
-                    )
-        else:
-            if "token_provider" in sasl:
-                raise sasl["token_provider"].error(
-                    f"only used with OAUTHBEARER, not {mechanism}", "username and password"
-                )
-            username = _dc("sasl_username", require(sasl, "username", sasl_f))
-            password = _dc("sasl_password", require(sasl, "password", sasl_f))
-    elif sasl:
-        assert sasl_f is not None
-        raise sasl_f.error(
-            f"sasl settings given but security_protocol is {proto}", "SASL_PLAINTEXT or SASL_SSL"
-        )
     return Datacenter(
         name=name,
         bootstrap=bootstrap,
         security_protocol=proto,
-        ssl_cafile=cafile,
-        ssl_certfile=certfile,
-        ssl_keyfile=keyfile,
-        sasl_mechanism=mechanism,
-        sasl_username=username,
-        sasl_password=password,
-        sasl_token_provider=token_provider,
+        **read_ssl(node, fields, proto),
+        **read_sasl(node, fields, proto),
     )
 
 

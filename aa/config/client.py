@@ -10,18 +10,25 @@ could turn it into a restart loop).
 from __future__ import annotations
 
 import asyncio
-import importlib
-import inspect
 import ssl
-from collections.abc import Awaitable, Callable, Iterable, Mapping
-from pathlib import Path
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-from aiokafka.abc import AbstractTokenProvider
-from aiokafka.helpers import create_ssl_context
-
+from aa.config.kerberos import kerberos_login
 from aa.config.model import Datacenter
-from aa.errors import AaError, ConfigError
+from aa.config.tls import ssl_context
+from aa.config.tokens import TokenError, hook_provider, token_provider
+from aa.errors import AaError
+
+__all__ = [  # hook_provider: the OAUTHBEARER hook, also reached from here
+    "ClientSettings",
+    "ConnectionSetupError",
+    "client_kwargs",
+    "explain",
+    "hook_provider",
+    "preflight",
+    "token_provider",
+]
 
 
 class ConnectionSetupError(AaError):
@@ -58,89 +65,21 @@ def client_kwargs(dc: Datacenter, *, env: Mapping[str, str] | None = None) -> Cl
         }
     )
     if dc.security_protocol in ("SSL", "SASL_SSL"):
-        out["ssl_context"] = _ssl_context(dc)
-    if dc.security_protocol.startswith("SASL_"):
-        out["sasl_mechanism"] = dc.sasl_mechanism
-        if dc.sasl_mechanism == "OAUTHBEARER":
-            out["sasl_oauth_token_provider"] = token_provider(dc)
-        else:
-            assert dc.sasl_password is not None  # validated when loaded
-            out["sasl_plain_username"] = dc.sasl_username
-            out["sasl_plain_password"] = dc.sasl_password.reveal(env)
+        out["ssl_context"] = ssl_context(dc, env)
+    if not dc.security_protocol.startswith("SASL_"):
+        return out
+    out["sasl_mechanism"] = dc.sasl_mechanism
+    if dc.sasl_mechanism in ("OAUTHBEARER", "AWS_MSK_IAM"):
+        out["sasl_mechanism"] = "OAUTHBEARER"  # MSK IAM rides on OAUTHBEARER
+        out["sasl_oauth_token_provider"] = token_provider(dc, env)
+    elif dc.sasl_mechanism == "GSSAPI":
+        out["sasl_kerberos_service_name"] = dc.sasl_kerberos_service_name
+        kerberos_login(dc)
+    else:
+        assert dc.sasl_password is not None  # validated when loaded
+        out["sasl_plain_username"] = dc.sasl_username
+        out["sasl_plain_password"] = dc.sasl_password.reveal(env)
     return out
-
-
-def _ssl_context(dc: Datacenter) -> ssl.SSLContext:
-    files = (("cafile", dc.ssl_cafile), ("certfile", dc.ssl_certfile), ("keyfile", dc.ssl_keyfile))
-    for name, path in files:
-        if path is not None and not Path(path).expanduser().is_file():
-            raise ConfigError(
-                f"DC {dc.name}: datacenters.{dc.name}.ssl.{name} {path} does not exist: fix the "
-                "path (or remove the setting to use the system's CAs)"
-                if name == "cafile"
-                else f"DC {dc.name}: datacenters.{dc.name}.ssl.{name} {path} does not exist: "
-                "fix the path"
-            )
-    try:
-        context: ssl.SSLContext = create_ssl_context(
-            cafile=dc.ssl_cafile, certfile=dc.ssl_certfile, keyfile=dc.ssl_keyfile
-        )
-    except ssl.SSLError as exc:
-        raise ConfigError(
-            f"DC {dc.name}: the TLS files in datacenters.{dc.name}.ssl cannot be loaded "
-            f"({exc.reason or exc}): they must be PEM files (cafile: CA certificates; certfile "
-            "and keyfile: the client's certificate and its unencrypted private key)"
-        ) from None
-    return context
-
-
-# -- OAUTHBEARER ------------------------------------------------------------------------------
-
-TokenSource = Callable[[], str | Awaitable[str]]
-"""What a token-provider hook may return: a callable giving the current bearer token."""
-
-
-class _CallableTokenProvider(AbstractTokenProvider):  # type: ignore[misc]  # aiokafka is untyped
-    """Adapts a plain (sync or async) callable to aiokafka's token-provider interface."""
-
-    def __init__(self, source: TokenSource) -> None:
-        self._source = source
-
-    async def token(self) -> str:
-        value = self._source()
-        if inspect.isawaitable(value):
-            value = await value
-        return value
-
-
-def token_provider(dc: Datacenter) -> AbstractTokenProvider:
-    """The OAUTHBEARER token provider of ``dc``: ``sasl.token_provider`` is ``module:factory``;
-    the factory is called with the DC's name and returns an aiokafka ``AbstractTokenProvider``
-    or a callable (sync or async) returning the current token, e.g. one that asks the
-    identity provider of a managed Kafka service and caches the answer until it expires."""
-    ref = dc.sasl_token_provider
-    field = f"datacenters.{dc.name}.sasl.token_provider"
-    if not ref:
-        raise ConfigError(f"DC {dc.name}: {field} is required for OAUTHBEARER: 'module:factory'")
-    module_name, _, attr = ref.partition(":")
-    if not module_name or not attr:
-        raise ConfigError(f"DC {dc.name}: {field} {ref!r} must be 'module:factory'")
-    try:
-        factory = getattr(importlib.import_module(module_name), attr)
-    except (ImportError, AttributeError) as exc:
-        raise ConfigError(
-            f"DC {dc.name}: {field} {ref!r} cannot be loaded ({type(exc).__name__}: {exc}): "
-            "install the module or fix the name"
-        ) from None
-    made = factory(dc.name)
-    if isinstance(made, AbstractTokenProvider):
-        return made
-    if callable(made):
-        return _CallableTokenProvider(made)
-    raise ConfigError(
-        f"DC {dc.name}: {field} {ref!r} returned {type(made).__name__}: the factory must return "
-        "an aiokafka AbstractTokenProvider or a callable giving the token"
-    )
 
 
 # -- preflight --------------------------------------------------------------------------------
@@ -156,30 +95,101 @@ def _where_password(dc: Datacenter) -> str:
     return f"datacenters.{dc.name}.sasl.password{source}"
 
 
+def _sasl_refused(dc: Datacenter, head: str, broker_says: str) -> ConnectionSetupError:
+    """The broker refused aa's SASL credentials: what to check depends on the mechanism."""
+    sasl = f"datacenters.{dc.name}.sasl"
+    what = f"{head}: SASL {dc.sasl_mechanism} authentication"
+    if dc.sasl_mechanism == "GSSAPI":
+        who = dc.sasl_principal or "the principal in the ticket cache"
+        fix = f"check {sasl}.principal and {sasl}.keytab, and the broker's Kerberos setup"
+        return ConnectionSetupError(
+            f"{what} as {who} failed (the broker says: {broker_says}): {fix}"
+        )
+    if dc.sasl_mechanism in ("OAUTHBEARER", "AWS_MSK_IAM"):
+        source = (
+            "AWS MSK IAM (AWS credentials and region)"
+            if dc.sasl_mechanism == "AWS_MSK_IAM"
+            else f"{sasl}.token_endpoint (client {dc.sasl_client_id!r})"
+            if dc.sasl_token_endpoint
+            else f"{sasl}.token_provider"
+        )
+        return ConnectionSetupError(
+            f"{what} failed (the broker says: {broker_says}): the broker refused the token from "
+            f"{source}: check that it is not expired and that its issuer, audience and "
+            "signing key are the ones the broker expects"
+        )
+    return ConnectionSetupError(
+        f"{what} as {dc.sasl_username!r} failed (the broker says: {broker_says}): check "
+        f"{sasl}.username and {_where_password(dc)}, and that the user exists for "
+        f"{dc.sasl_mechanism} on the cluster"
+    )
+
+
+def _client_certificate(dc: Datacenter) -> str:
+    ssl_field = f"datacenters.{dc.name}.ssl"
+    if dc.ssl_certfile:
+        return f"{ssl_field}.certfile {dc.ssl_certfile}"
+    if dc.ssl_keystore:
+        return f"{ssl_field}.keystore {dc.ssl_keystore}"
+    return ""
+
+
 def explain(dc: Datacenter, address: str, exc: BaseException) -> ConnectionSetupError | None:
     """A clear error for a connection failure caused by security settings, else ``None``."""
-    from aiokafka.errors import KafkaConnectionError, SaslAuthenticationFailed
+    from aiokafka.errors import (
+        KafkaConnectionError,
+        SaslAuthenticationFailed,
+        UnsupportedSaslMechanismError,
+    )
 
     head = f"DC {dc.name} ({address}, {dc.security_protocol})"
-    ca = dc.ssl_cafile or "the system's default CAs"
+    ca = dc.ssl_cafile or dc.ssl_truststore or "the system's default CAs"
+    if isinstance(exc, TokenError):
+        return ConnectionSetupError(str(exc))
     if isinstance(exc, SaslAuthenticationFailed):
-        broker_says = str(exc).split(": ", 1)[-1] or "authentication failed"
+        return _sasl_refused(dc, head, str(exc).split(": ", 1)[-1] or "authentication failed")
+    if isinstance(exc, UnsupportedSaslMechanismError):
         return ConnectionSetupError(
-            f"{head}: SASL {dc.sasl_mechanism} authentication as {dc.sasl_username!r} failed "
-            f"(the broker says: {broker_says}): check datacenters.{dc.name}.sasl.username and "
-            f"{_where_password(dc)}, and that the user exists for {dc.sasl_mechanism} on the "
-            "cluster"
+            f"{head}: the broker's listener does not offer SASL {dc.sasl_mechanism} "
+            f"({str(exc).split(': ', 1)[-1]}): fix datacenters.{dc.name}.sasl.mechanism, or "
+            f"datacenters.{dc.name}.bootstrap for a listener that offers it"
+        )
+    if type(exc).__module__.startswith("gssapi"):
+        why = " ".join(str(getattr(exc, "gen_message", lambda: exc)()).split())
+        return ConnectionSetupError(
+            f"{head}: Kerberos could not get a ticket for the broker ({why}): check "
+            f"datacenters.{dc.name}.sasl.kerberos_service_name "
+            f"({dc.sasl_kerberos_service_name}; the broker's principal is "
+            f"{dc.sasl_kerberos_service_name}/<host>@REALM), and that aa's credentials are valid "
+            "(kinit, or sasl.keytab and sasl.principal)"
         )
     if isinstance(exc, ssl.SSLCertVerificationError):
         why = exc.verify_message or exc.reason or str(exc)
         fix = (
             f"use a certificate whose names include the host in datacenters.{dc.name}.bootstrap"
             if "hostname" in why.lower() or "ip address mismatch" in why.lower()
-            else f"set datacenters.{dc.name}.ssl.cafile to the CA that signed the broker's "
-            "certificate"
+            else f"set datacenters.{dc.name}.ssl.cafile (or truststore) to the CA that signed "
+            "the broker's certificate"
         )
         return ConnectionSetupError(
             f"{head}: the broker's TLS certificate is not trusted ({why}; trusted: {ca}): {fix}"
+        )
+    reason = str(getattr(exc, "reason", "") or exc)
+    if (
+        "CERTIFICATE_REQUIRED" in reason.upper()
+        or "BAD_CERTIFICATE" in reason.upper()
+        or ("UNKNOWN_CA" in reason.upper())
+    ):
+        mine = _client_certificate(dc)
+        fix = (
+            f"the broker does not accept {mine}: use a certificate signed by a CA its "
+            "ssl.truststore trusts"
+            if mine
+            else f"the broker requires one: set datacenters.{dc.name}.ssl.certfile and keyfile "
+            "(or ssl.keystore)"
+        )
+        return ConnectionSetupError(
+            f"{head}: the broker refused aa's TLS client certificate ({reason}): {fix}"
         )
     if isinstance(exc, ssl.SSLError):
         return ConnectionSetupError(
@@ -192,6 +202,11 @@ def explain(dc: Datacenter, address: str, exc: BaseException) -> ConnectionSetup
             f"{'TLS/' if 'SSL' in dc.security_protocol else ''}SASL handshake: check that "
             f"datacenters.{dc.name}.security_protocol and sasl.mechanism match the broker's "
             f"listener at {address}"
+            + (
+                f", and that it accepts aa's client certificate ({_client_certificate(dc)})"
+                if _client_certificate(dc)
+                else ""
+            )
         )
     return None
 
@@ -222,6 +237,9 @@ async def preflight(dcs: Iterable[Datacenter], *, timeout_s: float = 30.0) -> No
                         sasl_plain_username=kwargs.get("sasl_plain_username"),
                         sasl_plain_password=kwargs.get("sasl_plain_password"),
                         sasl_oauth_token_provider=kwargs.get("sasl_oauth_token_provider"),
+                        sasl_kerberos_service_name=kwargs.get(
+                            "sasl_kerberos_service_name", "kafka"
+                        ),
                     ),
                     timeout_s,
                 )

@@ -3,10 +3,13 @@
 Mapping (MM2 property → aa field):
 
 * ``clusters = A, B`` → ``datacenters``; ``A.bootstrap.servers`` → ``datacenters.A.bootstrap``;
-  ``[A.]security.protocol``, ``[A.]sasl.mechanism``, ``[A.]sasl.jaas.config`` (PLAIN/SCRAM login
-  module ``username=`` / ``password=``), ``[A.]ssl.truststore.location`` and
-  ``[A.]ssl.keystore.location`` when their ``*.type`` is ``PEM`` → the DC's client settings
-  (top-level client settings apply to every cluster, a cluster's own override them).
+  ``[A.]security.protocol``, ``[A.]sasl.mechanism`` (Kafka's default: GSSAPI),
+  ``[A.]sasl.jaas.config`` (the options its login module reads: ``username``/``password``,
+  ``clientId``/``clientSecret``/``scope``, ``keyTab``/``principal``),
+  ``[A.]sasl.oauthbearer.token.endpoint.url``, ``[A.]sasl.kerberos.service.name``, and
+  ``[A.]ssl.{truststore,keystore}.{location,password}`` and ``[A.]ssl.key.password`` (JKS,
+  PKCS12 or PEM stores, read as they are) → the DC's client settings (top-level client
+  settings apply to every cluster, a cluster's own override them).
 * ``A->B.enabled = true`` → the flow A→B; ``A->B.topics`` / ``A->B.topics.exclude`` → that
   flow's own topic filter. As in MM2, a per-flow key overlays the top-level one of the same name
   only: ``A->B.topics`` with a top-level ``topics.exclude`` keeps that exclude, and
@@ -40,6 +43,8 @@ from typing import Any
 from aa.config.build import build_topology
 from aa.config.files import read_config_text
 from aa.config.kinds import Boolean, split_list
+from aa.config.mm2_security import CLIENT_KEYS
+from aa.config.mm2_security import client as _client
 from aa.config.model import Topology
 from aa.config.properties import parse_properties as parse_properties  # re-exported
 from aa.config.schema import definitions, iter_mm2_keys
@@ -53,16 +58,6 @@ POLICIES = {
 EOS_VALUES = ("enabled", "disabled", "preparing")
 """Connect's ``exactly.once.source.support`` values."""
 _PAIR = re.compile(r"^([^.\s]+)->([^.\s]+)\.(.+)$")
-_JAAS = re.compile(r'(\w+)\s*=\s*"((?:[^"\\]|\\.)*)"')
-CLIENT_KEYS = (  # the DC settings' MM2 keys (aa.config.model.Datacenter) and two qualifiers
-    "security.protocol",
-    "sasl.mechanism",
-    "sasl.jaas.config",
-    "ssl.truststore.location",
-    "ssl.truststore.type",
-    "ssl.keystore.location",
-    "ssl.keystore.type",
-)
 
 
 def _bool(props: dict[str, str], key: str, file: str) -> bool | None:
@@ -278,59 +273,6 @@ def _topic_filter(prefix: str, take: Any) -> dict[str, Any] | None:
         out["include"], out["include_key"] = split_list(inc), prefix
     if exc is not None:
         out["exclude"], out["exclude_key"] = split_list(exc), exc_key
-    return out
-
-
-def _client(
-    c: str, props: dict[str, str], take: Any, file: str, keys: dict[str, str]
-) -> dict[str, Any]:
-    """The DC's client settings; a cluster-prefixed key overrides the top-level one."""
-    vals: dict[str, str] = {}
-    where: dict[str, str] = {}
-    for key in CLIENT_KEYS:
-        where[key] = f"{c}.{key}"
-        v = take(f"{c}.{key}")
-        if v is None:
-            v, where[key] = take(key), key
-        if v is not None:
-            vals[key] = v.strip()
-    dc = f"datacenters.{c}"
-    keys[f"{dc}.security_protocol"] = where["security.protocol"]
-    keys[f"{dc}.sasl.mechanism"] = where["sasl.mechanism"]
-    keys[f"{dc}.sasl"] = where["sasl.jaas.config"]
-    keys[f"{dc}.ssl.cafile"] = where["ssl.truststore.location"]
-    keys[f"{dc}.ssl.certfile"] = where["ssl.keystore.location"]
-    out: dict[str, Any] = {}
-    protocol = vals.get("security.protocol", "PLAINTEXT").upper()
-    if "security.protocol" in vals:
-        out["security_protocol"] = protocol
-    # Kafka's Java clients ignore SSL settings without SSL and SASL settings without SASL (a
-    # top-level setting may be meant for the other clusters); so do we.
-    if "SSL" not in protocol:
-        vals = {k: v for k, v in vals.items() if not k.startswith("ssl.")}
-    if not protocol.startswith("SASL_"):
-        vals = {k: v for k, v in vals.items() if not k.startswith("sasl.")}
-    ssl: dict[str, str] = {}
-    for kind, target in (("truststore", "cafile"), ("keystore", "certfile")):
-        loc = vals.get(f"ssl.{kind}.location")
-        if loc is None:
-            continue
-        if vals.get(f"ssl.{kind}.type", "JKS").upper() != "PEM":
-            raise ConfigError(
-                f"{file}: {c}.ssl.{kind}.type: aa's client reads PEM files only; allowed: PEM "
-                f"(convert the {kind} to PEM and set {c}.ssl.{kind}.type = PEM)"
-            )
-        ssl[target] = loc
-    if ssl:
-        out["ssl"] = ssl
-    if "sasl.mechanism" in vals or "sasl.jaas.config" in vals:
-        sasl: dict[str, str] = {"mechanism": vals.get("sasl.mechanism", "GSSAPI").upper()}
-        jaas = dict(_JAAS.findall(vals.get("sasl.jaas.config", "")))
-        if "username" in jaas:
-            sasl["username"] = jaas["username"]
-        if "password" in jaas:
-            sasl["password"] = jaas["password"]
-        out["sasl"] = sasl
     return out
 
 

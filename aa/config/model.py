@@ -60,7 +60,9 @@ __all__ = [  # the sections and the filter are defined in their own modules, par
 ]
 
 SecurityProtocol = Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]
-SaslMechanism = Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"]
+SaslMechanism = Literal[
+    "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "GSSAPI", "AWS_MSK_IAM"
+]
 Delivery = Literal["at-least-once", "exactly-once"]
 TopologyKind = Literal["full-mesh", "hub-and-spoke", "list"]
 Direction = Literal["inbound", "outbound", "both"]
@@ -74,7 +76,8 @@ SASL_MECHANISMS: tuple[SaslMechanism, ...] = get_args(SaslMechanism)
 @section(applies="datacenter", groups=("ssl", "sasl"))
 @dataclass(frozen=True, slots=True)
 class Datacenter:
-    """One DC's Kafka cluster and the client settings to reach it."""
+    """One DC's Kafka cluster and the client settings to reach it (docs/configuration.md has a
+    section per mechanism; :mod:`aa.config.security` checks which settings go together)."""
 
     name: str
     bootstrap: str = setting(REQUIRED, Servers(), mm2=("A.bootstrap.servers",))
@@ -83,22 +86,58 @@ class Datacenter:
         "PLAINTEXT", Choice(SECURITY_PROTOCOLS), mm2=("[A.]security.protocol",)
     )
     """how clients connect"""
-    ssl_cafile: str | None = setting(None, Text("PEM file"), mm2=("[A.]ssl.truststore.location",))
+    ssl_cafile: str | None = setting(None, Text("PEM file"))
     """the CA(s) to trust (SSL / SASL_SSL only); none: the system's CAs"""
-    ssl_certfile: str | None = setting(None, Text("PEM file"), mm2=("[A.]ssl.keystore.location",))
-    """client certificate (may hold the key too)"""
+    ssl_certfile: str | None = setting(None, Text("PEM file"))
+    """client certificate (may hold the key too), for brokers with `ssl.client.auth=required`"""
     ssl_keyfile: str | None = setting(None, Text("PEM file"))
-    """private key (needs `certfile`)"""
+    """private key (needs `certfile`), encrypted or not"""
+    ssl_key_password: Secret | None = setting(None, Password(), mm2=("[A.]ssl.key.password",))
+    """password of the encrypted private key (`keyfile`, or the key in `keystore`)"""
+    ssl_truststore: str | None = setting(
+        None, Text("JKS, PKCS12 or PEM file"), mm2=("[A.]ssl.truststore.location",)
+    )
+    """a Java truststore (instead of `cafile`), read as it is"""
+    ssl_truststore_password: Secret | None = setting(
+        None, Password(), mm2=("[A.]ssl.truststore.password",)
+    )
+    """checks the truststore's integrity (JKS, PKCS12)"""
+    ssl_keystore: str | None = setting(
+        None, Text("JKS, PKCS12 or PEM file"), mm2=("[A.]ssl.keystore.location",)
+    )
+    """a Java keystore with the client's key and certificate (instead of `certfile`)"""
+    ssl_keystore_password: Secret | None = setting(
+        None, Password(), mm2=("[A.]ssl.keystore.password",)
+    )
+    """the keystore's password (also the key's, unless `key_password` is given)"""
     sasl_mechanism: SaslMechanism | None = setting(
         None, Choice(SASL_MECHANISMS), mm2=("[A.]sasl.mechanism",)
     )
     """required with SASL_*"""
     sasl_username: str | None = setting(None, Text(), mm2=("[A.]sasl.jaas.config",))
-    """required with SASL_* (not OAUTHBEARER)"""
+    """PLAIN and SCRAM"""
     sasl_password: Secret | None = setting(None, Password(), mm2=("[A.]sasl.jaas.config",))
-    """required with SASL_* (not OAUTHBEARER)"""
+    """PLAIN and SCRAM"""
     sasl_token_provider: str | None = setting(None, Text("`module:factory`"))
-    """required with OAUTHBEARER only: a function giving the bearer token (see below)"""
+    """OAUTHBEARER through your own code: a function giving the bearer token (see below)"""
+    sasl_token_endpoint: str | None = setting(
+        None, Text("http(s) URL"), mm2=("[A.]sasl.oauthbearer.token.endpoint.url",)
+    )
+    """OAUTHBEARER by OAuth client credentials: the identity provider's token endpoint"""
+    sasl_client_id: str | None = setting(None, Text(), mm2=("[A.]sasl.jaas.config",))
+    """OAUTHBEARER by client credentials"""
+    sasl_client_secret: Secret | None = setting(None, Password(), mm2=("[A.]sasl.jaas.config",))
+    """OAUTHBEARER by client credentials"""
+    sasl_scope: str | None = setting(None, Text(), mm2=("[A.]sasl.jaas.config",))
+    """OAUTHBEARER by client credentials, when the identity provider wants one"""
+    sasl_kerberos_service_name: str = setting(
+        "kafka", Text(), mm2=("[A.]sasl.kerberos.service.name",)
+    )
+    """GSSAPI: the brokers' Kerberos service (their principal is `service/host@REALM`)"""
+    sasl_keytab: str | None = setting(None, Text("keytab file"), mm2=("[A.]sasl.jaas.config",))
+    """GSSAPI: aa's keytab (none: the ticket cache `kinit` filled)"""
+    sasl_principal: str | None = setting(None, Text(), mm2=("[A.]sasl.jaas.config",))
+    """GSSAPI with `keytab`: aa's principal in it"""
 
 
 @dataclass(frozen=True, slots=True)

@@ -91,7 +91,7 @@ def test_yaml_with_file_secret_and_oauth(tmp_path: Path) -> None:
         ("{mechanism: OAUTHBEARER}", r"sasl.token_provider: missing"),
         (
             "{mechanism: PLAIN, username: a, password: b, token_provider: 'm:f'}",
-            r"sasl.token_provider: only used with OAUTHBEARER",
+            r"sasl.token_provider: not used with PLAIN; allowed: with PLAIN: username, password",
         ),
     ],
 )
@@ -191,7 +191,7 @@ def test_garbage_ca_file_is_a_config_error(tmp_path: Path) -> None:
     ca = tmp_path / "ca.pem"
     ca.write_text("not a certificate")
     dc = _dc(security_protocol="SSL", ssl_cafile=str(ca))
-    with pytest.raises(ConfigError, match=r"DC SF: the TLS files in datacenters.SF.ssl"):
+    with pytest.raises(ConfigError, match=r"DC SF: the CA certificates in datacenters.SF.ssl"):
         client_kwargs(dc)
 
 
@@ -213,7 +213,7 @@ def test_explain_untrusted_certificate() -> None:
     assert "not trusted (self-signed certificate in certificate chain; trusted: /x/ca.pem)" in str(
         err
     )
-    assert "set datacenters.SF.ssl.cafile to the CA that signed" in str(err)
+    assert "set datacenters.SF.ssl.cafile (or truststore) to the CA that signed" in str(err)
 
 
 def test_explain_listener_mismatch_and_plain_refusal() -> None:

@@ -134,12 +134,12 @@ A->B.enabled = true
         "SCRAM-SHA-256",
         "mirror",
     )
-    assert a.ssl_cafile == "/etc/ca.pem"
+    assert a.ssl_truststore == "/etc/ca.pem"
     assert a.sasl_password is not None
     assert a.sasl_password.reveal({"MM2_PW": "pw"}) == "pw"
     assert "pw" not in repr(t)
     b = t.datacenter("B")  # the top-level SSL/SASL settings do not apply to a PLAINTEXT cluster
-    assert (b.security_protocol, b.ssl_cafile, b.sasl_mechanism) == ("PLAINTEXT", None, None)
+    assert (b.security_protocol, b.ssl_truststore, b.sasl_mechanism) == ("PLAINTEXT", None, None)
 
 
 def test_identity_policy_is_headers_and_legacy_blacklist() -> None:
@@ -191,16 +191,16 @@ MM2_ERRORS = [
         r"replication\.policy\.class: 'com\.acme\.MyPolicy' is not supported; allowed: .*DefaultReplicationPolicy",
     ),
     (
-        "jks",
-        BASE
-        + "A->B.enabled = true\nA.security.protocol = SSL\nA.ssl.truststore.location = /x.jks\n",
-        r"A\.ssl\.truststore\.type: aa's client reads PEM files only",
+        "store-type",
+        BASE + "A->B.enabled = true\nA.security.protocol = SSL\nA.ssl.truststore.type = BKS\n",
+        r"A\.ssl\.truststore\.type: invalid value 'BKS'; allowed: JKS \| PKCS12 \| PEM",
     ),
     (
-        "gssapi",
+        "keytab-without-principal",
         BASE
-        + "A->B.enabled = true\nA.security.protocol = SASL_PLAINTEXT\nA.sasl.mechanism = GSSAPI\n",
-        r"A\.sasl\.mechanism: invalid value 'GSSAPI'.*\(aa field datacenters\.A\.sasl\.mechanism\)",
+        + "A->B.enabled = true\nA.security.protocol = SASL_PLAINTEXT\nA.sasl.jaas.config = "
+        + 'com.sun.security.auth.module.Krb5LoginModule required keyTab="/k";\n',
+        r"A\.sasl\.jaas\.config: keytab without principal.*\(aa field datacenters\.A\.sasl\.keytab\)",
     ),
     (
         "regex",
