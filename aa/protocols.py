@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
 
 class ReplicationPolicy(Protocol):
@@ -28,4 +28,30 @@ class ReplicationPolicy(Protocol):
 
     def is_internal_topic(self, topic: str) -> bool:
         """True for topics that are never copied: Kafka's (``__*``), MM2's and aa's own."""
+        ...
+
+
+class ProcessControl(Protocol):
+    """What the admin API of `aa run` asks of the process (:mod:`aa.observe.admin`). Each call
+    answers a JSON-able document; a refusal the caller can fix raises
+    :class:`~aa.errors.AaError` with the reason."""
+
+    def state(self) -> dict[str, Any]:
+        """Flows, their topics and partitions, with their states."""
+        ...
+
+    async def pause(
+        self, flow: str, topic: str | None, partition: int | None, note: str
+    ) -> dict[str, Any]: ...
+
+    async def resume(
+        self, flow: str, topic: str | None, partition: int | None
+    ) -> dict[str, Any]: ...
+
+    async def set_rate(self, flow: str, bytes_per_s: float | None) -> dict[str, Any]:
+        """``None``: back to the topology's rate limit."""
+        ...
+
+    async def reload(self) -> dict[str, Any]:
+        """Re-read the topology file and apply it (an invalid one changes nothing)."""
         ...

@@ -22,6 +22,7 @@ from aa.logs import configure
 COMMAND_MODULES: tuple[str, ...] = (
     "aa.cli.dev",
     "aa.cli.run",
+    "aa.cli.operate",
     "aa.cli.plan",
     "aa.cli.offsets",
     "aa.cli.failover",

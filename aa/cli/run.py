@@ -16,7 +16,9 @@ from aa.errors import AaError
 from aa.lag import holds_heartbeats
 from aa.logs import get_logger
 from aa.mirror.build import build_flows, select_flows
+from aa.mirror.operate import RunningProcess
 from aa.mirror.supervisor import Supervisor
+from aa.observe.admin import TOKEN_ENV, AdminApi, token_from
 from aa.observe.http import MetricsServer
 from aa.observe.metrics import Metrics
 
@@ -49,7 +51,15 @@ def _run(args: argparse.Namespace) -> int:
     dcs = sorted({f.source for f in selected} | {f.target for f in selected})
     if not asyncio.run(_preflight_unless_stopped([topology.datacenter(dc) for dc in dcs])):
         return 0  # SIGTERM/SIGINT before anything started: nothing to finish
-    return asyncio.run(serve(topology, flows, args.metrics_port, args.shutdown_timeout))
+    return asyncio.run(
+        serve(
+            topology,
+            flows,
+            args.metrics_port,
+            args.shutdown_timeout,
+            selection={"dc": args.dc, "flow": args.flow},
+        )
+    )
 
 
 async def _preflight_unless_stopped(dcs: list[Any]) -> bool:
@@ -78,11 +88,20 @@ async def _preflight_unless_stopped(dcs: list[Any]) -> bool:
 
 
 async def serve(
-    topology: Any, flows: list[Any], metrics_port: int | None, shutdown_timeout: float
+    topology: Any,
+    flows: list[Any],
+    metrics_port: int | None,
+    shutdown_timeout: float,
+    *,
+    selection: dict[str, str | None] | None = None,
 ) -> int:
     log = get_logger("aa.run")
     metrics = Metrics()
     supervisor = Supervisor(flows, metrics, shutdown_timeout_s=shutdown_timeout)
+    chosen = selection or {"dc": None, "flow": None}
+    process = RunningProcess(supervisor, topology, dc=chosen["dc"], flow=chosen["flow"])
+    if chosen["dc"] or chosen["flow"]:
+        supervisor.on_reload = process.on_signal
     supervisor.extra_tasks += background_tasks(topology, flows, metrics)
     # a lag read ends within interval + slack; two missed in a row make the figure stale
     lag_every = topology.metrics.lag_interval_s
@@ -95,7 +114,9 @@ async def serve(
         return ok, {**detail, "catch_up": tracker.flows}
 
     port = topology.metrics.port if metrics_port is None else metrics_port
-    server = MetricsServer(metrics, health, topology.metrics.host, port)
+    token = token_from()
+    admin = AdminApi(process, token)
+    server = MetricsServer(metrics, health, topology.metrics.host, port, routes=admin)
     try:
         await server.start()
     except OSError as exc:
@@ -108,6 +129,7 @@ async def serve(
         "mirror_started",
         flows=[s.name for s, _ in flows],
         metrics=f"http://{server.host}:{server.port}/metrics",
+        admin_writes="token" if token is not None else f"refused (no {TOKEN_ENV})",
     )
     try:
         await supervisor.run()

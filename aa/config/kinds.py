@@ -76,6 +76,37 @@ class Number(Kind):
         return "number > 0"
 
 
+_UNITS = {"": 1, "b": 1, "kb": 1000, "mb": 1000**2, "gb": 1000**3}
+_UNITS |= {"kib": 1024, "mib": 1024**2, "gib": 1024**3}
+
+
+def parse_rate(text: str) -> float | None:
+    """Bytes per second from ``10MB``, ``512KiB``, ``2e6`` or ``0`` (optionally ``/s``);
+    ``None`` when it is none of these."""
+    m = re.fullmatch(
+        r"\s*([0-9]+(?:\.[0-9]*)?(?:e[0-9]+)?)\s*([kmg]i?b|b)?\s*(?:/s)?\s*", text, re.I
+    )
+    if m is None:
+        return None
+    return float(m.group(1)) * _UNITS[(m.group(2) or "").lower()]
+
+
+@dataclass(frozen=True, slots=True)
+class Rate(Kind):
+    """Bytes per second, 0 or more: a number, or with a unit (``10MB``, ``512KiB``)."""
+
+    def read(self, node: Field) -> float:
+        if isinstance(node.value, bool):
+            raise node.error(f"expected bytes per second, got {node.value!r}", self.allowed())
+        value = parse_rate(str(node.value))
+        if value is None:
+            raise node.error(f"invalid rate {node.value!r}", self.allowed())
+        return value
+
+    def allowed(self) -> str:
+        return "bytes per second ≥ 0 (`0`: no limit), e.g. `10MB` or `512KiB`"
+
+
 @dataclass(frozen=True, slots=True)
 class Boolean(Kind):
     def read(self, node: Field) -> bool:

@@ -14,6 +14,7 @@ from aa.config.kinds import (
     Filter,
     Integer,
     Number,
+    Rate,
     Separator,
     StrList,
     Template,
@@ -120,6 +121,11 @@ class Tuning:
     max_in_flight: int = setting(4, Integer(lo=1), flow="max_inflight_batches")
     """fetched batches between fetch and commit: the backpressure bound in count (records held per
     flow ≤ max_in_flight × max_poll_records); `memory_budget_mb` bounds their bytes"""
+    max_bytes_per_s: float = setting(0.0, Rate())
+    """the flow's rate limit in bytes per second of records fetched from the source (key +
+    value, as fetched), over each second; `0`: none. `10MB` and `512KiB` are read as bytes. A
+    reload applies a new value at once, without restarting the flow; `aa limit` overrides it
+    live (docs/operations.md, rate limits)"""
     commit_interval_s: float = setting(1.0, Number())
     """at most this long between source-offset commits"""
     request_timeout_ms: int = setting(30_000, Integer(lo=1000))

@@ -134,6 +134,10 @@ class Fetcher:
     def queued(self, offsets: dict[TopicPartition, int]) -> None:
         self._queued.update(offsets)
 
+    def next_offset(self, tp: TopicPartition) -> int | None:
+        """The next offset of ``tp`` to copy, as far as this run queued it."""
+        return self._queued.get(tp)
+
     async def revoke(
         self, revoked: set[TopicPartition], drain: Callable[[], Awaitable[None]]
     ) -> None:

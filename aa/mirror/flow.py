@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Awaitable, Callable
 from functools import partial
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
@@ -27,6 +28,7 @@ from aa.logs import get_logger
 from aa.mirror import batches, restamp
 from aa.mirror.commit import Committer
 from aa.mirror.context import StageContext
+from aa.mirror.control import Applied, FlowControl
 from aa.mirror.delivery import AtLeastOnce, Delivery, FlowClients
 from aa.mirror.eos import ExactlyOnce
 from aa.mirror.errors import FlowError as FlowError  # re-exported: callers import it here
@@ -96,6 +98,11 @@ class MirrorFlow:
         self._committer: Committer | None = None
         self._fetcher: Fetcher | None = None
         self._expiry: ExpiryCheck | None = None
+        self.control = FlowControl(settings.name, settings.max_bytes_per_s)
+        """Pauses, failed topics and the rate limit (the supervisor's, across restarts)."""
+        self.load_control: Callable[[], Awaitable[FlowControl]] | None = None
+        """Reads the stored pauses before the first fetch (set by the supervisor)."""
+        self._applied = Applied()
 
     def make_target(self, ctx: StageContext) -> Target:  # a seam for tests that slow it down
         return Target(ctx)
@@ -158,6 +165,8 @@ class MirrorFlow:
             )
             if s.topic_sync:
                 await topics.sync()
+            if self.load_control is not None:  # stored pauses hold from the first fetch
+                self.control = await self.load_control()
             self.target_admin = target_admin
             producer = self._producer = await self._producer_started(stack)
             lanes = tuple(
@@ -273,8 +282,13 @@ class MirrorFlow:
         assert fetch is not None
         assert committer is not None
         while not stop.is_set():
+            if self._consumer is not None:  # paused partitions fetch nothing
+                self._applied.apply(self.control, self._consumer)
             await committer.room_for_a_fetch()  # what it takes is held in the share: memory.py
             generation, batch = await fetch.next_batch()
+            spent = 0
+            if batch and self._consumer is not None:
+                self._applied.hold_back(self.control, self._consumer, batch)
             if batch and self._expiry is not None:
                 # not under ``routing``: the group's committed offsets it may ask for wait for
                 # a rebalance in progress, and the rebalance waits for ``routing``
@@ -285,7 +299,7 @@ class MirrorFlow:
                 if batch:
                     batch = delivery.admit(batch)
                 # the share first, then the copies: nothing routed past it (memory.py)
-                held = await committer.reserve(batch)
+                held = spent = await committer.reserve(batch)
                 pending = await self._route(batch)
                 if fetch.damage is not None:  # stop before a damaged source batch
                     pending = pending or Pending()
@@ -300,6 +314,7 @@ class MirrorFlow:
                         raise pending.malformed
             if delivery.commit_due():  # idle or not: commit what is due
                 await self.drain()
+            await self.control.throttle.spend(spent, stop)  # the rate limit: docs/operations.md
 
     async def _route(self, batch: Batch) -> Pending | None:
         """The pending of an admitted batch; with no record, of the positions that moved past
@@ -317,6 +332,8 @@ class MirrorFlow:
     def on_assigned(self) -> None:
         """Partitions were assigned (aiokafka's rebalance listener): the per-partition fetch
         size follows, before the first fetch of the new assignment."""
+        if self._consumer is not None:  # before the first fetch of the new assignment
+            self._applied.apply(self.control, self._consumer)
         if self._fetcher is not None and self._fetcher.share is not None:
             self._fetcher.share.follow()
         if self._expiry is not None:
@@ -332,6 +349,17 @@ class MirrorFlow:
         """Wait until every fetched batch is settled and committed (before a rebalance, stop)."""
         if self._committer is not None:
             await self._committer.drain()
+
+    def partitions(self) -> dict[TopicPartition, int | None]:
+        """The source partitions this run holds, each with its records not yet copied as far
+        as this run knows (``None``: not fetched yet)."""
+        if self._consumer is None or self._fetcher is None:
+            return {}
+        out: dict[TopicPartition, int | None] = {}
+        for tp in self._consumer.assignment():
+            high, queued = self._consumer.highwater(tp), self._fetcher.next_offset(tp)
+            out[tp] = None if high is None or queued is None else max(0, high - queued)
+        return out
 
     @property
     def copied_total(self) -> int:

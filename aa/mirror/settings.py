@@ -61,6 +61,9 @@ class FlowSettings:
     offset_sync_topic: str = ""
     """Offset syncs on the target ("" = the default ``aa.offset-syncs.<source>.internal``)."""
 
+    max_bytes_per_s: float = _TUNING.max_bytes_per_s
+    """The rate limit of the flow's fetches (0: none); changed live by a reload or the API."""
+
     def __post_init__(self) -> None:
         for attr, template in (
             ("dead_letter_topic", _ON_ERROR.dead_letter_topic),
@@ -86,6 +89,11 @@ class FlowSettings:
     @property
     def sync_topic(self) -> str:
         return self.offset_sync_topic
+
+    @property
+    def control_topic(self) -> str:
+        """Where the flow keeps what operators paused (:mod:`aa.mirror.control_store`)."""
+        return names.for_flow(names.CONTROL_TOPIC, self.source, self.target)
 
     @property
     def transactional_id(self) -> str:

@@ -25,25 +25,23 @@ import contextlib
 import signal
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from aa.admin import metadata_failure
 from aa.logs import get_logger
 from aa.mirror.errors import is_crash, refused_by_acl
 from aa.mirror.flow import FlowError, MirrorFlow
+from aa.mirror.plane import ControlPlane
+from aa.mirror.reload import ReloadPlan
+from aa.mirror.restarts import CRASH_LIMIT as CRASH_LIMIT  # re-exported: tests import them here
+from aa.mirror.restarts import HEALTHY_RUN_S as HEALTHY_RUN_S
+from aa.mirror.restarts import Backoff, FlowState, Streak
 from aa.mirror.settings import FlowSettings
 from aa.mirror.types import Router
 from aa.observe.metrics import Metrics
 
 log = get_logger("aa.supervisor")
-
-CRASH_LIMIT = 5
-"""Crashes in a row (none after a healthy run) before a flow or loop is parked as failed."""
-
-HEALTHY_RUN_S = 60.0
-"""A run that lasted this long was healthy: the backoff and the crash count start again."""
-
 
 PROBE_INTERVAL_S = 5.0
 """While a flow backs off after a DC was down, how often it asks whether the DC answers again."""
@@ -69,52 +67,6 @@ def dump_tasks(reason: str, only: set[asyncio.Task[Any]] | None = None) -> None:
             log.warning("task_dump", reason=reason, task=task.get_name(), stack=task_stack(task))
 
 
-@dataclass(slots=True)
-class FlowState:
-    """What `/healthz` and `aa status` report about one flow."""
-
-    name: str
-    state: str = "starting"  # starting | running | backoff | failed | stopped
-    restarts: int = 0
-    last_error: str | None = None
-    since: float = field(default_factory=time.time)
-
-
-@dataclass(frozen=True, slots=True)
-class Backoff:
-    initial_s: float = 1.0
-    max_s: float = 60.0
-    factor: float = 2.0
-
-    def delay(self, attempt: int) -> float:
-        # the exponent is capped: a DC down for a day fails ~1,440 restarts, and 2.0 ** 1024
-        # overflows (it raised in the keeper and took every flow of the process down)
-        exponent = min(max(0, attempt - 1), 64)
-        return float(min(self.max_s, self.initial_s * self.factor**exponent))
-
-
-@dataclass(slots=True)
-class Streak:
-    """The failures of one flow or loop since its last healthy run."""
-
-    attempt: int = 0
-    crashes: int = 0
-
-    def failed(self, state: FlowState, exc: BaseException | None) -> str | None:
-        """Count a failed run; the message to park it with when crashes reached the limit."""
-        healthy = time.time() - state.since >= HEALTHY_RUN_S
-        self.attempt = 1 if healthy else self.attempt + 1
-        self.crashes = (0 if healthy else self.crashes) + int(exc is not None and is_crash(exc))
-        if self.crashes < CRASH_LIMIT:
-            return None
-        return (
-            f"{state.name} crashed {self.crashes} times in a row, each within a minute of "
-            f"starting, last with {exc!r}; not restarted again, since restarting does not get "
-            "past it. This is a defect in aa or an input it does not expect: report it with the "
-            "tracebacks logged before this line, then restart the process"
-        )
-
-
 class Supervisor:
     """Owns the flows of one process. ``run`` returns when stopped (signal or ``stop()``)."""
 
@@ -138,6 +90,16 @@ class Supervisor:
         self._answers = answers
         self.stopping = asyncio.Event()
         self.states = {s.name: FlowState(s.name) for s, _ in self._flows}
+        self.plane = ControlPlane()
+        """Pauses, failed topics and rate limits of the flows (the admin API's)."""
+        for s, _ in self._flows:
+            self.plane.add(s)
+        self.on_reload: Callable[[], Awaitable[Any]] | None = None
+        """What SIGHUP runs: re-read the topology and :meth:`apply` it (set by `aa run`)."""
+        self._stops: dict[str, asyncio.Event] = {}
+        self._keepers: dict[str, asyncio.Task[None]] = {}
+        self._group: asyncio.TaskGroup | None = None
+        self._reloads: set[asyncio.Future[Any]] = set()  # held until done
         self.extra_tasks: list[Callable[[asyncio.Event], Any]] = []
         """Background loops, run and restarted like flows; give them a ``name`` attribute
         (:class:`aa.background.BackgroundTask`) for their metrics and `/healthz` entry."""
@@ -146,6 +108,59 @@ class Supervisor:
 
     def stop(self) -> None:
         self.stopping.set()
+        for stop in self._stops.values():
+            stop.set()
+
+    def live(self, name: str) -> MirrorFlow | None:
+        """The flow's current run (``None`` before its first)."""
+        return self._live.get(name)
+
+    @property
+    def flows(self) -> list[tuple[FlowSettings, Router]]:
+        """The flows the process runs now (a reload changes them)."""
+        return list(self._flows)
+
+    def _start(self, settings: FlowSettings, router: Router) -> None:
+        assert self._group is not None
+        self._stops[settings.name] = stop = asyncio.Event()
+        if self.stopping.is_set():
+            stop.set()
+        task = self._group.create_task(self._keep(settings, router, stop), name=settings.name)
+        self._keepers[settings.name] = task
+
+    async def _retire(self, name: str) -> None:
+        """Stop one flow as at shutdown (drained, committed) and wait for it."""
+        self._stops[name].set()
+        task = self._keepers.pop(name)
+        _, late = await asyncio.wait([task], timeout=self._shutdown_timeout)
+        for t in late:
+            dump_tasks("reload_timeout", {t})
+            t.cancel()
+        del self._stops[name]
+
+    async def apply(self, flows: Sequence[tuple[FlowSettings, Router]], plan: ReloadPlan) -> None:
+        """Run ``flows`` from now on, touching only the flows ``plan`` names: removed and
+        restarted ones are stopped (drained, committed), added and restarted ones started,
+        new rate limits applied to running flows; unchanged flows are not touched."""
+        new = {s.name: (s, r) for s, r in flows}
+        for name in (*plan.removed, *plan.restarted):
+            if name in self._keepers:
+                await self._retire(name)
+        for name in plan.removed:
+            self.states.pop(name, None)
+            self._live.pop(name, None)
+            self.plane.remove(name)
+        for name in (*plan.retuned, *plan.unchanged):
+            self.plane.add(new[name][0])
+        for name in (*plan.added, *plan.restarted):
+            settings, router = new[name]
+            restarts = self.states[name].restarts if name in self.states else 0
+            self.states[name] = FlowState(name, restarts=restarts)
+            self.plane.add(settings)
+            if self._group is not None:
+                self._start(settings, router)
+        self._flows = [new[name] for name in sorted(new)]
+        log.info("reloaded", **plan.show())
 
     def health(self) -> tuple[bool, dict[str, Any]]:
         """``ok`` says every flow runs; ``tasks`` shows the background loops, and ``degraded``
@@ -153,13 +168,17 @@ class Supervisor:
         not make ``ok`` false: copying goes on)."""
 
         def show(st: FlowState) -> dict[str, Any]:
-            return {"state": st.state, "restarts": st.restarts, "last_error": st.last_error}
+            out = {"state": st.state, "restarts": st.restarts, "last_error": st.last_error}
+            return {**out, "waiting": st.waiting} if st.waiting else out
 
         flows = {n: show(st) for n, st in self.states.items()}
         for n, flow in self._live.items():
             error = getattr(flow, "topic_sync_error", None)
             if error is not None and n in flows:
                 flows[n]["topic_sync_error"] = error
+        for n, control in self.plane.controls.items():
+            if n in flows:
+                flows[n].update(control.summary())
         tasks = {n: show(st) for n, st in self.task_states.items()}
         ok = all(st.state in ("running", "starting") for st in self.states.values())
         degraded = any(st.state in ("backoff", "failed") for st in self.task_states.values())
@@ -171,21 +190,26 @@ class Supervisor:
             for sig in (signal.SIGTERM, signal.SIGINT):
                 loop.add_signal_handler(sig, self.stop)
             loop.add_signal_handler(signal.SIGUSR1, dump_tasks, "SIGUSR1")
+            loop.add_signal_handler(signal.SIGHUP, self._reload_on_signal)
         try:
             # A keeper never raises (it restarts or parks its flow); if one does, the group
             # cancels the others and the error propagates: nothing dies silently.
             async with asyncio.TaskGroup() as tg:
-                tasks = [tg.create_task(self._keep(s, r), name=s.name) for s, r in self._flows]
+                self._group = tg
+                for s, r in self._flows:
+                    self._start(s, r)
+                tasks: list[asyncio.Task[None]] = []
                 for i, extra in enumerate(self.extra_tasks):
                     name = str(getattr(extra, "name", None) or f"task-{i}")
                     self.task_states[name] = FlowState(name)
                     tasks.append(tg.create_task(self._keep_task(name, extra), name=name))
                 await self.stopping.wait()
                 log.info("shutdown_started", timeout_s=self._shutdown_timeout)
-                await self._shut_down(tasks)
+                await self._shut_down([*self._keepers.values(), *tasks])
         finally:
+            self._group = None
             if install_signals:
-                for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1):
+                for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1, signal.SIGHUP):
                     loop.remove_signal_handler(sig)
         log.info("shutdown_complete")
 
@@ -199,17 +223,26 @@ class Supervisor:
             log.warning("shutdown_timeout", task=t.get_name())
             t.cancel()
 
-    async def _keep(self, settings: FlowSettings, router: Router) -> None:
+    def _reload_on_signal(self) -> None:
+        if self.on_reload is None:
+            log.warning("reload_ignored", reason="this process cannot reload")
+            return
+        task = asyncio.ensure_future(self.on_reload())
+        self._reloads.add(task)
+        task.add_done_callback(self._reloads.discard)
+
+    async def _keep(self, settings: FlowSettings, router: Router, stop: asyncio.Event) -> None:
         """Run one flow until stopped; restart it with backoff when it fails."""
         state = self.states[settings.name]
         labels = settings.labels
         streak = Streak()
-        while not self.stopping.is_set():
+        while not stop.is_set():
             flow = self._factory(settings, router, self.metrics)
+            flow.load_control = partial(self.plane.load, settings.name)
             self._live[settings.name] = flow
             state.state, state.since = "running", time.time()
             try:
-                await flow.run(self.stopping)
+                await flow.run(stop)
             except FlowError as exc:
                 state.last_error = str(exc)
                 if not exc.retriable:
@@ -241,29 +274,45 @@ class Supervisor:
                 error=state.last_error,
                 restarts=state.restarts,
             )
-            await self._back_off(
-                settings.name, delay, (settings.source_client, settings.target_client)
+            dcs = (
+                (settings.source, settings.source_client),
+                (settings.target, settings.target_client),
             )
+            await self._back_off(settings.name, delay, dcs, stop, state)
         state.state = "stopped"
 
     async def _back_off(
-        self, name: str, delay: float, clients: Sequence[Mapping[str, Any]]
+        self,
+        name: str,
+        delay: float,
+        clients: Sequence[tuple[str, Mapping[str, Any]]],
+        stop: asyncio.Event | None = None,
+        state: FlowState | None = None,
     ) -> None:
         """Wait ``delay`` before restarting ``name``, or less: once one of the DCs it needs
         (``clients``) was seen down and then they all answer again, it restarts at once (a
         backoff grown to 60 s while the DC was away would otherwise hold it back that long
         after the DC returned). A failure with every DC answering waits its whole backoff, so
-        it cannot restart every probe."""
+        it cannot restart every probe. A DC that does not answer is noted in ``state``
+        (``waiting``) from the failure before, until it answers."""
         loop = asyncio.get_running_loop()
+        stop = stop or self.stopping
         end = loop.time() + delay
         seen_down = False
         step = self._probe_interval if clients else delay  # nothing to ask: wait it out
-        while not self.stopping.is_set() and (left := end - loop.time()) > 0:
+        while not stop.is_set() and (left := end - loop.time()) > 0:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.stopping.wait(), min(left, step))
-            if self.stopping.is_set() or loop.time() >= end:
+                await asyncio.wait_for(stop.wait(), min(left, step))
+            if stop.is_set() or loop.time() >= end:
                 return
-            if all([await self._answers(c) for c in clients]):
+            down = [dc for dc, c in clients if not await self._answers(c)]
+            if state is not None:
+                for dc in down:
+                    state.unreachable.setdefault(dc, state.since)
+                for dc, _ in clients:
+                    if dc not in down:
+                        state.unreachable.pop(dc, None)
+            if not down:
                 if seen_down:
                     log.info("dc_back", restarting=name)
                     return
@@ -309,5 +358,5 @@ class Supervisor:
             log.warning(
                 "background_task_restarting", task=name, in_s=delay, restarts=state.restarts
             )
-            await self._back_off(name, delay, getattr(run, "clients", ()))
+            await self._back_off(name, delay, [("", c) for c in getattr(run, "clients", ())])
         state.state = "stopped"

@@ -16,6 +16,7 @@ from aiokafka.errors import CorruptRecordException, KafkaConnectionError
 from structlog.testing import capture_logs
 
 from aa.background import BackgroundTask
+from aa.mirror import restarts as restarts_module
 from aa.mirror import supervisor as supervisor_module
 from aa.mirror.settings import FlowSettings
 from aa.mirror.supervisor import Backoff, Supervisor
@@ -107,7 +108,9 @@ async def test_a_run_that_copied_for_a_while_resets_the_crash_count(
 ) -> None:
     """Crashes far apart (each after a healthy minute of copying) are not a loop."""
     now = [1_000.0]
-    monkeypatch.setattr(supervisor_module, "time", types.SimpleNamespace(time=lambda: now[0]))
+    clock = types.SimpleNamespace(time=lambda: now[0])
+    monkeypatch.setattr(supervisor_module, "time", clock)
+    monkeypatch.setattr(restarts_module, "time", clock)  # the crash streak's clock
 
     def crash(n: int) -> BaseException:
         if n == 4:
