@@ -24,7 +24,7 @@ from tests.helpers.http import http_get, http_request
 
 pytestmark = pytest.mark.unit
 
-TOKEN = "s3cret-token-for-the-test"  # noqa: S105 - a test's token
+TOKEN = "s3cret-token-for-the-test"
 
 
 class Process:
@@ -66,9 +66,7 @@ async def _serve(token: str | None) -> tuple[MetricsServer, Process]:
 
 def _post(server: MetricsServer, call: str, body: Any, token: str | None = None) -> Any:
     headers = {"Authorization": f"Bearer {token}"} if token is not None else {}
-    return http_request(
-        server.port, "POST", f"/api/v1/{call}", orjson.dumps(body), headers=headers
-    )
+    return http_request(server.port, "POST", f"/api/v1/{call}", orjson.dumps(body), headers=headers)
 
 
 async def test_writing_calls_are_refused_without_a_configured_token() -> None:
@@ -122,7 +120,9 @@ async def test_writing_calls_need_the_token_and_it_is_never_shown() -> None:
         ("rate", b'{"flow": "SF->NYC", "bytes_per_s": "fast"}', "not a rate"),
     ],
 )
-async def test_a_bad_body_is_answered_400_with_the_reason(call: str, body: bytes, says: str) -> None:
+async def test_a_bad_body_is_answered_400_with_the_reason(
+    call: str, body: bytes, says: str
+) -> None:
     server, process = await _serve(TOKEN)
     try:
         headers = {"Authorization": f"Bearer {TOKEN}"}
@@ -239,8 +239,7 @@ def _signatures(text: str) -> dict[str, Any]:
     topology = read_yaml(text)
     flows = build_flows(topology, select_flows(topology, dc="NYC"))
     return {
-        s.name: (signature(topology, topology.flow(s.name), s), s.max_bytes_per_s)
-        for s, _ in flows
+        s.name: (signature(topology, topology.flow(s.name), s), s.max_bytes_per_s) for s, _ in flows
     }
 
 
