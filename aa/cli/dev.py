@@ -9,6 +9,7 @@ from typing import Any
 
 from aa.cli.progress import working
 from aa.dev import artifacts, cluster
+from aa.logs import configure
 
 
 def register(sub: Any) -> None:
@@ -89,6 +90,7 @@ def _up(args: argparse.Namespace) -> int:
             ):
                 artifacts.fetch(wanted)
     began = time.monotonic()
+    _human(args)
     with working(f"starting {len(planned)} broker(s), waiting until each answers"):
         results = cluster.up(planned, heap=args.heap, timeout=args.timeout)
     took = time.monotonic() - began
@@ -102,7 +104,16 @@ def _up(args: argparse.Namespace) -> int:
     return 0
 
 
+def _human(args: argparse.Namespace) -> None:
+    """`aa dev` prints one line per cluster itself: its log events (``broker_started``,
+    ``broker_stopped``) only with ``--log-level INFO`` or lower, not beside those lines."""
+    if getattr(args, "log_level", None) is None:
+        fmt = getattr(args, "log_format", None)
+        configure(json=None if fmt is None else fmt == "json", level="WARNING")
+
+
 def _down(args: argparse.Namespace) -> int:
+    _human(args)
     stopped = cluster.down(_root(args), _names(args.dcs) or None, wipe=args.wipe)
     print(
         f"stopped: {', '.join(stopped) or 'nothing was running'}"

@@ -60,6 +60,10 @@ class FlowStatus:
     """Seconds until caught up at ``rate``."""
     lag_stale_s: float | None = None
     """Set when the process's lag figure is this many seconds old (its lag reads fail)."""
+    paused: list[str] = field(default_factory=list)
+    """What an operator paused in the flow (``flow``, ``flow/topic``, ``flow/topic/partition``)."""
+    failed_topics: dict[str, str] = field(default_factory=dict)
+    """Topics stopped by a refusal no retry fixes: topic -> reason, partition and offset."""
 
     @property
     def healthy(self) -> bool:
@@ -193,8 +197,16 @@ def build(
                 h = flows_health.get(f.name)
                 if h:
                     row.state = str(h.get("state", "unknown"))
+                    if h.get("waiting"):  # backing off while a DC it needs is away
+                        row.state = f"waiting: {h['waiting']}"
                     row.restarts = int(h.get("restarts") or 0)
                     row.last_error = h.get("last_error")
+                    row.paused = list(h.get("paused") or [])
+                    row.failed_topics = {
+                        t: f"{v.get('reason')} (partition {v.get('partition')}, offset "
+                        f"{v.get('offset')}, {v.get('attempts')} tries)"
+                        for t, v in (h.get("failed_topics") or {}).items()
+                    }
                 c = catch_up.get(f.name)
                 if c:
                     row.rate = c.get("rate")
@@ -243,6 +255,7 @@ def problems(dcs: list[DcStatus], stale_after_s: float) -> list[str]:
                 out.append(f"flow {f.flow}: the aa run at {d.process} does not run it")
             elif f.state not in ("running", "no process", "unknown", f"{f.source} down"):
                 out.append(f"flow {f.flow} {f.state}")
+            out += [f"flow {f.flow}: topic {t} failed: {why}" for t, why in f.failed_topics.items()]
             if stale:
                 out.append(f"heartbeat {f.flow} {f.heartbeat_age_s:.0f}s old")
     return out

@@ -77,6 +77,10 @@ def _errors(d: DcStatus) -> list[Padding]:
     for f in d.flows:
         if f.last_error:
             out.append(Text(f"{f.flow} ({f.state}): {f.last_error}", style="red"))
+        for topic, why in f.failed_topics.items():
+            out.append(Text(f"{f.flow} topic {topic} failed: {why}", style="red"))
+        if f.paused:
+            out.append(Text(f"{f.flow} paused: {', '.join(f.paused)}", style="yellow"))
     for name, task in sorted(d.tasks.items()):
         if task.get("restarts") or task.get("last_error"):
             line = (

@@ -241,8 +241,12 @@ class Supervisor:
             flow.load_control = partial(self.plane.load, settings.name)
             self._live[settings.name] = flow
             state.state, state.since = "running", time.time()
+            dcs = (
+                (settings.source, settings.source_client),
+                (settings.target, settings.target_client),
+            )
             try:
-                await flow.run(stop)
+                await self._watching(flow.run(stop), dcs, state, stop)
             except FlowError as exc:
                 state.last_error = str(exc)
                 if not exc.retriable:
@@ -274,12 +278,48 @@ class Supervisor:
                 error=state.last_error,
                 restarts=state.restarts,
             )
-            dcs = (
-                (settings.source, settings.source_client),
-                (settings.target, settings.target_client),
-            )
             await self._back_off(settings.name, delay, dcs, stop, state)
         state.state = "stopped"
+
+    async def _watching(
+        self,
+        run: Awaitable[None],
+        dcs: Sequence[tuple[str, Mapping[str, Any]]],
+        state: FlowState,
+        stop: asyncio.Event,
+    ) -> None:
+        """Await a flow's ``run`` while asking every 3 probe intervals whether its DCs answer: a
+        running flow whose source is away copies nothing and fails nothing (its clients retry),
+        so `/healthz` and `aa status` say ``waiting: SF unreachable since ...`` instead."""
+
+        async def watch() -> None:
+            while not stop.is_set():
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), 3 * self._probe_interval)
+                if not stop.is_set():
+                    await self._note_reach(dcs, state)
+
+        watcher = asyncio.ensure_future(watch())
+        try:
+            await run
+        finally:
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watcher
+
+    async def _note_reach(
+        self, dcs: Sequence[tuple[str, Mapping[str, Any]]], state: FlowState | None
+    ) -> list[str]:
+        """The DCs of ``dcs`` that do not answer, noted in ``state`` (since when)."""
+        down = [dc for dc, c in dcs if not await self._answers(c)]
+        if state is not None:
+            now = time.time()
+            for dc, _ in dcs:
+                if dc in down:
+                    state.unreachable.setdefault(dc, now)
+                else:
+                    state.unreachable.pop(dc, None)
+        return down
 
     async def _back_off(
         self,
@@ -305,14 +345,7 @@ class Supervisor:
                 await asyncio.wait_for(stop.wait(), min(left, step))
             if stop.is_set() or loop.time() >= end:
                 return
-            down = [dc for dc, c in clients if not await self._answers(c)]
-            if state is not None:
-                for dc in down:
-                    state.unreachable.setdefault(dc, state.since)
-                for dc, _ in clients:
-                    if dc not in down:
-                        state.unreachable.pop(dc, None)
-            if not down:
+            if not await self._note_reach(clients, state):
                 if seen_down:
                     log.info("dc_back", restarting=name)
                     return

@@ -255,3 +255,56 @@ def test_a_reload_touches_only_the_flows_whose_settings_changed() -> None:
 def test_a_scope_refuses_a_partition_without_its_topic() -> None:
     with pytest.raises(AaError, match="needs its topic"):
         Scope("SF->NYC", None, 3)
+
+
+async def test_a_running_flow_whose_source_does_not_answer_says_it_waits() -> None:
+    """While SF was down, `aa status` in NYC showed `SF->NYC running`: the flow's clients
+    retry without failing, so nothing said it copied nothing. Now the supervisor asks the
+    flow's DCs while it runs, and /healthz says what it waits for, until SF answers again."""
+    from aa.mirror.settings import FlowSettings
+    from aa.mirror.supervisor import Supervisor
+
+    sf_up = asyncio.Event()
+
+    class Quiet:
+        def __init__(self, *_: Any) -> None:
+            pass
+
+        async def run(self, stop: asyncio.Event) -> None:
+            await stop.wait()
+
+    async def answers(client: Any) -> bool:
+        return client["bootstrap_servers"] != "sf:1" or sf_up.is_set()
+
+    settings = FlowSettings(
+        "SF", "NYC", {"bootstrap_servers": "sf:1"}, {"bootstrap_servers": "nyc:1"}, "g"
+    )
+    sup = Supervisor(
+        [(settings, object())],  # type: ignore[list-item]
+        Metrics(),
+        flow_factory=Quiet,  # type: ignore[arg-type]
+        probe_interval_s=0.01,
+        answers=answers,
+    )
+    task = asyncio.create_task(sup.run(install_signals=False))
+    try:
+
+        async def flow_entry() -> dict[str, Any]:
+            return dict(sup.health()[1]["flows"]["SF->NYC"])
+
+        for _ in range(3000):  # a polling deadline of ~30 s
+            if "waiting" in await flow_entry():
+                break
+            await asyncio.sleep(0.01)
+        entry = await flow_entry()
+        assert entry["state"] == "running"
+        assert entry["waiting"].startswith("SF unreachable since 20")
+        sf_up.set()
+        for _ in range(3000):
+            if "waiting" not in await flow_entry():
+                break
+            await asyncio.sleep(0.01)
+        assert "waiting" not in await flow_entry()
+    finally:
+        sup.stop()
+        await asyncio.wait_for(task, 30)

@@ -316,3 +316,50 @@ def test_an_idle_flow_copying_only_heartbeats_is_not_catching_up(tmp_path: Path)
     assert in_prefix("heartbeats")
     assert in_prefix("NYC.heartbeats")
     assert not in_prefix("users")
+
+
+def test_status_says_a_flow_waits_for_its_source_and_shows_paused_and_failed_topics(
+    tmp_path: Path,
+) -> None:
+    """While SF is down `aa status` in NYC showed `SF->NYC running` with lag `-`; now the
+    flow says what it waits for, and paused and failed topics are shown with their reasons."""
+    topology = load_config(
+        write_topology(
+            tmp_path / "t.yaml",
+            {"SF": "127.0.0.1:1", "NYC": "127.0.0.1:2", "LON": "127.0.0.1:3"},
+            flows="full-mesh",
+        )
+    )
+    failure = {"reason": "record-too-large", "partition": 0, "offset": 41, "attempts": 2}
+    proc = ProcessSnapshot(
+        "http://127.0.0.1:9465",
+        health={
+            "flows": {
+                "SF->NYC": {
+                    "state": "backoff",
+                    "restarts": 3,
+                    "last_error": "KafkaConnectionError: Unable to bootstrap",
+                    "waiting": "SF unreachable since 2026-11-27T20:01:02Z",
+                },
+                "LON->NYC": {
+                    "state": "running",
+                    "restarts": 0,
+                    "last_error": None,
+                    "paused": ["LON->NYC/users"],
+                    "failed_topics": {"big": failure},
+                },
+            }
+        },
+    )
+    dcs = build(topology, {"SF": "down", "NYC": None, "LON": None}, {}, {}, {"NYC": proc}, now_ms=0)
+    rows = {f.flow: f for d in dcs if d.dc == "NYC" for f in d.flows}
+    assert rows["SF->NYC"].state == "waiting: SF unreachable since 2026-11-27T20:01:02Z"
+    assert rows["LON->NYC"].paused == ["LON->NYC/users"]
+    assert rows["LON->NYC"].failed_topics == {
+        "big": "record-too-large (partition 0, offset 41, 2 tries)"
+    }
+    found = problems(dcs, stale_after_s=3.0)
+    assert (
+        "flow LON->NYC: topic big failed: record-too-large (partition 0, offset 41, 2 tries)"
+        in found
+    )
