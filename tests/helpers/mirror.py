@@ -97,12 +97,18 @@ async def running_flow(
 async def supervised(settings: FlowSettings, router: Any) -> AsyncIterator[Supervisor]:
     """A flow under a :class:`Supervisor` with short backoffs (restarts within a second);
     stopped (gracefully) on exit."""
-    sup = Supervisor(
-        [(settings, router)],
-        Metrics(),
-        backoff=Backoff(initial_s=0.2, max_s=1.0),
-        shutdown_timeout_s=20,
-    )
+    async with running_supervisor(short_backoffs([(settings, router)])) as sup:
+        yield sup
+
+
+def short_backoffs(flows: list[Any]) -> Supervisor:
+    """A supervisor of ``flows`` that restarts them within a second."""
+    return Supervisor(flows, Metrics(), backoff=Backoff(0.2, 1.0), shutdown_timeout_s=20)
+
+
+@contextlib.asynccontextmanager
+async def running_supervisor(sup: Supervisor) -> AsyncIterator[Supervisor]:
+    """``sup`` running in the background; stopped (gracefully) on exit."""
     run = asyncio.create_task(sup.run(install_signals=False))
     try:
         yield sup

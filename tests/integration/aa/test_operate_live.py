@@ -4,10 +4,8 @@ that adds a topic to one flow without touching the other; an invalid reload chan
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,28 +17,13 @@ from aa.errors import AaError
 from aa.mirror.build import build_flows, select_flows
 from aa.mirror.control import Scope
 from aa.mirror.operate import RunningProcess
-from aa.mirror.supervisor import Backoff, Supervisor
-from aa.observe.metrics import Metrics
+from aa.mirror.supervisor import Supervisor
 from aa.tail import read_topic
 from tests.helpers.kafka import Rec, create_topic, eventually, produce
-from tests.helpers.mirror import OriginOnlyRouter, sf_to_nyc
+from tests.helpers.mirror import OriginOnlyRouter, running_supervisor, sf_to_nyc, short_backoffs
 from tests.helpers.processes import write_topology
 
 pytestmark = pytest.mark.integration
-
-
-@contextlib.asynccontextmanager
-async def running(sup: Supervisor) -> AsyncIterator[Supervisor]:
-    task = asyncio.create_task(sup.run(install_signals=False))
-    try:
-        yield sup
-    finally:
-        sup.stop()
-        await asyncio.wait_for(task, 60)
-
-
-def _supervisor(flows: list[Any]) -> Supervisor:
-    return Supervisor(flows, Metrics(), backoff=Backoff(0.2, 1.0), shutdown_timeout_s=20)
 
 
 async def _values(bootstrap: str, topic: str) -> list[bytes]:
@@ -72,7 +55,7 @@ async def test_a_paused_topic_copies_nothing_holds_across_a_restart_and_resumes_
 
     await produce(sf, paused, _recs("p", 0, 10))
     await produce(sf, other, _recs("o", 0, 10))
-    async with running(_supervisor([(settings, router)])) as sup:
+    async with running_supervisor(short_backoffs([(settings, router)])) as sup:
         await copied(paused, 10)
         await copied(other, 10)
         await sup.plane.pause(Scope(flow, paused), note="test")
@@ -85,7 +68,7 @@ async def test_a_paused_topic_copies_nothing_holds_across_a_restart_and_resumes_
         state = RunningProcess(sup, None, dc=None, flow=None).state()  # type: ignore[arg-type]
         assert state["flows"][flow]["topics"][paused]["state"] == "paused"
     # a new process of the flow: the pause is read back from the control topic
-    async with running(_supervisor([(settings, router)])) as sup:
+    async with running_supervisor(short_backoffs([(settings, router)])) as sup:
         await produce(sf, other, _recs("o", 30, 5))
         await copied(other, 35)
         assert len(await _values(nyc, paused)) == 10
@@ -125,12 +108,12 @@ async def test_a_reload_adding_a_topic_to_one_flow_leaves_the_other_untouched(
 
     topo = load_config(topology([first]))
     flows = build_flows(topo, select_flows(topo, dc=b))
-    sup = _supervisor(flows)
+    sup = short_backoffs(flows)
     process = RunningProcess(sup, topo, dc=b, flow=None)
     await produce(sf, first, _recs("f", 0, 5))
     await produce(sf, second, _recs("s", 0, 5))
     await produce(lon, third, _recs("t", 0, 5))
-    async with running(sup):
+    async with running_supervisor(sup):
         await eventually(lambda: _count_at_least(nyc, first, 5), timeout=60, message="first")
         await eventually(lambda: _count_at_least(nyc, third, 5), timeout=60, message="third")
         untouched = sup.live(f"{c}->{b}")
