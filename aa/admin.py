@@ -14,6 +14,7 @@ from typing import Any
 
 from aiokafka.admin import AIOKafkaAdminClient, NewPartitions, NewTopic
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
+from aiokafka.errors import InvalidPartitionsError
 
 from aa.coordinators import CoordinatorBlocked, Kind, blocked
 from aa.errors import AaError
@@ -127,13 +128,20 @@ class ClusterAdmin(AsyncResource):
                 )
         return created
 
-    async def add_partitions(self, topic: str, total: int) -> None:
+    async def add_partitions(self, topic: str, total: int) -> bool:
+        """Grow ``topic`` to ``total`` partitions; ``False`` when it already had as many
+        (another flow into this DC grew it first)."""
         try:
             await self._client.create_partitions({topic: NewPartitions(total)})
         except Exception as exc:  # aiokafka raises its own error classes
+            if isinstance(exc, InvalidPartitionsError):
+                have = (await self.topics()).get(topic)
+                if have is not None and have.partitions >= total:
+                    return False
             raise AdminError(
                 f"{self.dc}: raising {topic} to {total} partitions failed: {exc}"
             ) from exc
+        return True
 
     async def topic_configs(self, topics: Iterable[str]) -> dict[str, dict[str, str]]:
         """The configs set on each topic itself (not broker defaults); a topic that does not

@@ -153,10 +153,11 @@ class TopicSync:
     """topic configs never copied (the default is MM2's)"""
     headers_mode: HeadersTopicSync = setting("create-only", Choice(HEADERS_TOPIC_SYNCS))
     """headers mode only. `create-only`: the target DC owns its same-named topic — topic sync
-    creates it when missing (source partitions and configs) and then leaves its configs and
-    partitions alone, logging each difference once as `topic_mismatch`; `sync`: make it like the
-    source's (with two sources that differ, their configs flip at every sync). Prefix mode always
-    syncs its replicas"""
+    creates it when missing (source partitions and configs) and then leaves its configs alone,
+    logging each difference once as `topic_mismatch`; `sync`: make its configs like the source's
+    (with two sources that differ, their configs flip at every sync). Prefix mode always syncs its
+    replicas. In both modes a target with fewer partitions than its source is grown to the
+    source's count (partition counts are the topology's; partitions only ever grow)"""
 
 
 @section(feeds_flow=True)

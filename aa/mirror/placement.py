@@ -72,28 +72,37 @@ class Placement:
         """The target's partition count, and whether ``tp``'s records keep their partition.
 
         Decided once per target topic, when first seen: keep partitions when the target has at
-        least the source's, otherwise every record goes by key hash (one key never lands in two
-        partitions). When the source grows later, a partition the target lacks triggers a topic
-        sync right away, so no record of an existing partition ever changes target partition
-        while topic sync catches up; only if the target still lacks it do its records go by
-        key hash (with a warning).
+        least the source's (topic sync grows a target with fewer first, in either loop-prevention
+        mode), otherwise every record goes by key hash (one key never lands in two partitions).
+        When the source grows later, a partition the target lacks triggers a topic sync right
+        away, so no record of an existing partition ever changes target partition while topic
+        sync catches up; only if the target still lacks it (topic sync off, or the grow
+        refused) do its records go by key hash (with a warning).
         """
         parts = self.topics.partitions.get(target, 0)
         keep = self._keep_partitions.get(target)
         if keep is None:
             source_parts = len(self.ctx.clients.consumer.partitions_for_topic(tp.topic) or ())
+            if parts < source_parts and self.ctx.settings.topic_sync:
+                parts = await self._synced(tp.topic, target)  # an admin listing behind ours
             keep = self._keep_partitions[target] = parts >= source_parts
         if keep and tp.partition >= parts and (target, tp.partition) not in self._lacking:
             parts = await self._grow_target(tp, target)
         return parts, keep and tp.partition < parts
 
-    async def _grow_target(self, tp: TopicPartition, target: str) -> int:
-        """Topic sync now for a source partition the target lacks; the target's count after."""
+    async def _synced(self, source_topic: str, target: str) -> int:
+        """Topic sync of ``source_topic`` now (it grows a target with fewer partitions); the
+        target's partition count after, as the producer sees it."""
         if self.ctx.settings.topic_sync:
-            await self.topics.sync(only=tp.topic)
+            await self.topics.sync(only=source_topic)
         await self.ctx.clients.producer.client.force_metadata_update()
         parts = len(await self.ctx.clients.producer.partitions_for(target))
         self.topics.partitions[target] = parts
+        return parts
+
+    async def _grow_target(self, tp: TopicPartition, target: str) -> int:
+        """Topic sync now for a source partition the target lacks; the target's count after."""
+        parts = await self._synced(tp.topic, target)
         if tp.partition >= parts:
             self._lacking.add((target, tp.partition))  # tried once; periodic syncs go on
             self.ctx.clients.log.warning(

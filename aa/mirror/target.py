@@ -131,6 +131,8 @@ class Target:
         (:mod:`aa.mirror.batches`: the mark names the producer id the batch carries)."""
         self._lanes: dict[tuple[str, int], tuple[int, asyncio.Future[Any] | None]] = {}
         """Per target partition, its lane and the last batch submitted through it."""
+        self._known: dict[tuple[int, str], int] = {}
+        """Per lane and target topic, the partition count its producer's metadata holds."""
 
     def lane(self, topic: str, partition: int, wide: bool) -> int:
         """The lane (index into :attr:`producers`) of a new batch for ``topic/partition``:
@@ -176,6 +178,8 @@ class Target:
                 track(producer, topic)
             self._tracked.add(topic)
         producer = self.producers[lane]
+        if partition >= self._known.get((lane, topic), 0):
+            await self._learn(lane, topic, partition)
         waited = 0.0
         while True:
             try:
@@ -190,6 +194,29 @@ class Target:
             else:
                 self._lanes[(topic, partition)] = (lane, fut)
                 return fut
+
+    async def _learn(self, lane: int, topic: str, partition: int) -> None:
+        """Refresh the lane's producer metadata until it holds ``topic/partition``: aiokafka
+        refuses a partition its metadata lacks (an assertion, which crashed the flow), and a
+        target topic grows while the flow runs (its topic sync, or another flow into this DC:
+        partition counts are the topology's, see :mod:`aa.mirror.topics`)."""
+        producer = self.producers[lane]
+        timeout = self.ctx.settings.request_timeout_ms / 1000
+        waited, step, warn_at = 0.0, 0.1, timeout
+        while True:
+            known = producer.client.cluster.partitions_for_topic(topic)
+            if known is None:
+                return  # not in its metadata yet: send_batch waits for it
+            if partition in known:
+                self._known[(lane, topic)] = len(known)
+                return
+            await producer.client.force_metadata_update()
+            if partition not in (producer.client.cluster.partitions_for_topic(topic) or ()):
+                await asyncio.sleep(step)  # a broker's metadata behind the controller's
+                waited += step
+                if waited >= warn_at:
+                    warn_at += timeout
+                    self.waiting(f"{topic}/{partition} in its metadata", waited, None)
 
     async def patiently(self, work: Any, what: str) -> Any:
         """Await ``work`` (settling copies, writing syncs) while the target takes its time: a

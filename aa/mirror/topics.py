@@ -10,10 +10,14 @@ Who owns the target topic decides what happens to an existing one:
   sent back as-is);
 * headers mode (default ``create-only``): the same-named topic in the target is the target DC's
   own application topic, written by its applications and by every inbound flow. Topic sync
-  creates it when missing (like the source's) and then leaves its configs and partitions alone;
-  a difference from the source is logged once as ``topic_mismatch`` (with two sources that
-  differ, syncing would flip the target's configs at every pass). Fewer target partitions are
-  handled by the flow: every record of that topic goes by key hash.
+  creates it when missing (like the source's) and then leaves its configs alone; a difference
+  from the source is logged once as ``topic_mismatch`` (with two sources that differ, syncing
+  would flip the target's configs at every pass).
+
+Partition counts are the topology's in both modes: a target with fewer partitions than its
+source is grown to the source's count (partitions only ever grow), so every record keeps its
+partition and offset translation stays exact. In a mesh each DC's growth reaches every other DC
+through the flows out of it.
 """
 
 from __future__ import annotations
@@ -25,6 +29,13 @@ from dataclasses import dataclass
 from aa.admin import ClusterAdmin, TopicInfo
 from aa.logs import get_logger
 from aa.mirror.types import Router
+
+GROWN = (
+    "partition counts are the topology's: a topic grown in one DC is grown in every DC it is "
+    "copied to, so records keep their partition and offset translation stays exact; "
+    "partitions only ever grow"
+)
+"""Why a target topic the DC owns (headers mode) was grown all the same: in every log line."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,16 +108,14 @@ class TopicSync:
         grown = []
         for _src, (tgt, info) in routed.items():
             have = target_topics.get(tgt)
-            if have is None or have.partitions == info.partitions:
-                continue
-            if self.owned:
-                self._mismatch(
-                    tgt, "partitions", f"source {info.partitions}, target {have.partitions}"
-                )
-            elif have.partitions < info.partitions:
-                await self._target.add_partitions(tgt, info.partitions)
-                grown.append(tgt)
-                self._log.info("partitions_added", topic=tgt, partitions=info.partitions)
+            if have is None or have.partitions >= info.partitions:
+                continue  # a target with more keeps them: Kafka never shrinks a topic
+            if await self._target.add_partitions(tgt, info.partitions):
+                self._log.info(
+                    "partitions_added", topic=tgt, partitions=info.partitions,
+                    before=have.partitions, detail=GROWN,
+                )  # fmt: skip
+            grown.append(tgt)
         reconfigured = await self._sync_configs(routed, src_cfg, exclude_new=set(created))
         for _src, (tgt, info) in routed.items():
             have = target_topics.get(tgt)

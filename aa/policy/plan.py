@@ -26,11 +26,19 @@ class TopicCopy:
     partitions: int
     target_partitions: int | None
     """``None`` when the target topic does not exist yet (the flow creates it)."""
+    grows: bool = False
+    """Topic sync is on: a target with fewer partitions is grown to the source's count, in
+    either loop-prevention mode (partition counts are the topology's)."""
+
+    @property
+    def fewer(self) -> bool:
+        """The target topic exists with fewer partitions than the source's."""
+        return self.target_partitions is not None and self.target_partitions < self.partitions
 
     @property
     def by_key_hash(self) -> bool:
-        """The target has fewer partitions: records go by key hash, not by partition."""
-        return self.target_partitions is not None and self.target_partitions < self.partitions
+        """The target keeps fewer partitions: records go by key hash, not by partition."""
+        return self.fewer and not self.grows
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,8 +90,9 @@ def build_plan(
                     continue
                 assert d.reason == COPY
                 copy = TopicCopy(
-                    d.source_topic, d.target, src_topics[d.source_topic], tgt_topics.get(d.target)
-                )
+                    d.source_topic, d.target, src_topics[d.source_topic],
+                    tgt_topics.get(d.target), topology.topic_sync.enabled,
+                )  # fmt: skip
                 copies.append(copy)
                 if copy.by_key_hash:
                     warnings.append(
@@ -91,6 +100,13 @@ def build_plan(
                         f"{copy.target_partitions} partitions, fewer than "
                         f"{flow.source}/{copy.source_topic} ({copy.partitions}): records go "
                         "by key hash, not by source partition"
+                    )
+                elif copy.fewer:
+                    warnings.append(
+                        f"{flow.name}: {flow.target}/{copy.target_topic} grows from "
+                        f"{copy.target_partitions} to {copy.partitions} partitions like "
+                        f"{flow.source}/{copy.source_topic} (partition counts are the "
+                        "topology's, so records keep their partition; partitions only ever grow)"
                     )
         plans.append(
             FlowPlan(
@@ -139,6 +155,7 @@ def render(plan: Plan, *, show_file: bool = True) -> str:
         for c in fp.copies:
             state = "new" if c.target_partitions is None else f"{c.target_partitions}p"
             note = "  ! by key hash" if c.by_key_hash else ""
+            note = f"  grows to {c.partitions}p" if c.fewer and c.grows else note
             lines.append(
                 f"    {c.source_topic} ({c.partitions}p) -> {c.target_topic} ({state}){note}"
             )

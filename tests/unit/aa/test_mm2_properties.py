@@ -61,7 +61,7 @@ def test_example_files_give_the_same_model_and_plan() -> None:
         return "\n".join(line for line in text.splitlines() if not line.startswith("ignored"))
 
     assert plan(mm2_t) == plan(yaml_t)
-    assert "orders.eu (3p) -> orders.eu (2p)  ! by key hash" in plan(yaml_t)
+    assert "orders.eu (3p) -> orders.eu (2p)  grows to 3p" in plan(yaml_t)
 
 
 DEFAULT_POLICY = """

@@ -578,11 +578,14 @@ async def test_a_batch_failing_its_crc_twice_at_one_offset_stops_the_flow_for_go
 
 class LaneProducer:
     """What :class:`~aa.mirror.target.Target` uses of an idempotent producer: its id, its
-    metadata's topics, ``create_batch`` and ``send_batch`` (kept, in order, unacknowledged)."""
+    metadata's topics and partitions, ``create_batch`` and ``send_batch`` (kept, in order,
+    unacknowledged)."""
 
     def __init__(self, producer_id: int) -> None:
         self._txn_manager = type("Txn", (), {"producer_id": producer_id})()
+        cluster = type("Cluster", (), {"partitions_for_topic": lambda self, topic: {0, 1}})()
         self.client = type("Client", (), {"add_topic": lambda self, topic: None})()
+        self.client.cluster = cluster
         self.sent: list[tuple[int, list[Any]]] = []
         self.acks: list[asyncio.Future[Any]] = []
 

@@ -23,7 +23,7 @@ datacenters:
 """
 
 
-def test_plan_lists_copies_and_warns_on_fewer_partitions() -> None:
+def test_plan_lists_copies_and_says_fewer_partitions_grow() -> None:
     t = read_yaml(DCS + "topics: [users]\nloop_prevention: prefix\n")
     listing = {
         "SF": {"users": 6, "NYC.users": 6, "LON.users": 6, "other": 1},
@@ -36,9 +36,9 @@ def test_plan_lists_copies_and_warns_on_fewer_partitions() -> None:
     assert [(c.source_topic, c.target_topic) for c in sf.copies or ()] == [("users", "SF.users")]
     assert ("NYC.users", "target-owned") in sf.skipped
     assert ("LON.users", "not-on-route") in sf.skipped
-    assert any("NYC/SF.users has 3 partitions, fewer than SF/users (6)" in w for w in plan.warnings)
+    assert any("NYC/SF.users grows from 3 to 6 partitions" in w for w in plan.warnings)
     text = render(plan)
-    assert "users (6p) -> SF.users (3p)  ! by key hash" in text
+    assert "users (6p) -> SF.users (3p)  grows to 6p" in text  # topic sync grows it
     assert "1 other topic(s) do not match" in text
 
 
@@ -80,3 +80,21 @@ def test_cli_bad_config_and_unknown_dc(tmp_path: Path, capsys: pytest.CaptureFix
         main(["plan", "--config", str(EXAMPLES / "topology.yaml"), "--offline", "--dc", "PAR"]) == 2
     )
     assert "--dc PAR: unknown DC" in capsys.readouterr().err
+
+
+def test_plan_says_a_target_with_fewer_partitions_grows_in_every_mode() -> None:
+    """Partition counts are the topology's (issue 29 item 5): with topic sync on, a target
+    topic with fewer partitions than its source is grown, the DC's own topic in headers mode
+    too; only with topic sync off do its records go by key hash."""
+    listing = {"SF": {"users": 6}, "NYC": {"users": 3}, "LON": {"users": 6}}
+    t = read_yaml(DCS + "topics: [users]\n")
+    plan = build_plan(t, listing, dc="NYC")
+    text = render(plan)
+    assert "users (6p) -> users (3p)  grows to 6p" in text
+    assert "by key hash" not in text
+    assert any(
+        "NYC/users grows from 3 to 6 partitions" in w and "only ever grow" in w
+        for w in plan.warnings
+    ), plan.warnings
+    t = read_yaml(DCS + "topics: [users]\ntopic_sync: {enabled: false}\n")
+    assert "users (6p) -> users (3p)  ! by key hash" in render(build_plan(t, listing, dc="NYC"))
