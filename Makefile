@@ -31,7 +31,7 @@ sysdeps:
 	@bash scripts/sysdeps
 
 fetch: env
-	$(BIN)/aa dev fetch --spark
+	$(BIN)/aa dev fetch --spark --registry
 	$(BIN)/aa dev fetch --kafka-version $(COMPAT_KAFKA)
 
 demo: fetch

@@ -50,6 +50,11 @@ def register(sub: Any) -> None:
         action="store_true",
         help="also fetch Spark's Kafka source for the installed PySpark",
     )
+    p.add_argument(
+        "--registry",
+        action="store_true",
+        help="also build a local schema registry (Apicurio; for schema translation's tests)",
+    )
     _kafka_version_option(p)
     p.set_defaults(func=_fetch)
 
@@ -145,4 +150,10 @@ def _fetch(args: argparse.Namespace) -> int:
 
         sjars = spark_kafka_jars(refresh=args.refresh)
         print(f"spark kafka source: {len(sjars)} jars in {sjars[0].parent}")
+    if args.registry:
+        from aa.dev.registry import fetch_registry
+
+        with working("building the schema registry with Maven (first time: a few minutes)"):
+            rjars = fetch_registry(refresh=args.refresh)
+        print(f"schema registry: {len(rjars)} jars in {rjars[0].parent}")
     return 0
