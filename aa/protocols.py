@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 
@@ -54,4 +57,41 @@ class ProcessControl(Protocol):
 
     async def reload(self) -> dict[str, Any]:
         """Re-read the topology file and apply it (an invalid one changes nothing)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class SchemaRefusal:
+    """Why a record whose key or value carries a schema id is not copied: the source registry
+    does not know the id, or the target refuses its schema. ``kind`` is a refusal kind (a
+    metric label, :data:`aa.mirror.refusals.REFUSED`); ``detail`` names the id and the fix."""
+
+    kind: str
+    detail: str
+
+
+Translate = Callable[
+    [bytes | None, bytes | None], tuple[bytes | None, bytes | None] | SchemaRefusal
+]
+"""One topic's translation of a record's key and value: both with their ids replaced (every
+other byte kept), or the refusal of the record. Synchronous and cheap: a dict lookup per id."""
+
+
+class SchemaIds(Protocol):
+    """A flow's schema-id translation (:mod:`aa.schemas`), as the mirror sees it: the ids of a
+    fetched batch are made known (async: registries answer over HTTP) before it is routed, so
+    routing translates each record synchronously."""
+
+    def translation(self, topic: str) -> Translate | None:
+        """How records of source ``topic`` are translated; ``None``: they carry no framed key
+        or value (called once per topic and fetch, not per record)."""
+        ...
+
+    async def resolve(
+        self, parts: Sequence[tuple[str, Sequence[Any]]], stop: asyncio.Event
+    ) -> bool:
+        """Make the id of every framed key and value in ``parts`` (one fetched batch: per
+        source topic, decoded records) known, or refused, registering schemas in the target as
+        needed; while a registry does not answer, wait for it. False when ``stop`` was set
+        while waiting (the batch must not be routed)."""
         ...

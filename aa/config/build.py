@@ -20,6 +20,7 @@ from aa.config.model import (
     Flow,
     FlowGraph,
     LoopPrevention,
+    SchemaTranslation,
     SecurityProtocol,
     TopicFilter,
     Topology,
@@ -171,12 +172,15 @@ def _flows(
 
 def _flow_item(item: Field, names: tuple[str, ...]) -> Flow:
     topics: TopicFilter | None = None
+    schemas: SchemaTranslation | None = None
     if isinstance(item.value, dict) and len(item.value) == 1:
         ((key, opts),) = item.mapping().items()
         text = key
-        sub = opts.mapping(("topics",))
+        sub = opts.mapping(("topics", "schemas"))
         tf = get(sub, "topics", opts)
         topics = read_filter(tf) if tf else None
+        sf = get(sub, "schemas", opts)
+        schemas = _schemas(sf) if sf else None
     elif isinstance(item.value, str):
         text = item.value
     else:
@@ -192,7 +196,18 @@ def _flow_item(item: Field, names: tuple[str, ...]) -> Flow:
             raise item.error(f"flow {text!r} names unknown DC {dc!r}", ", ".join(names))
     if src == dst:
         raise item.error(f"flow {text!r} goes from a DC to itself", "two different DCs")
-    return Flow(src, dst, topics)
+    return Flow(src, dst, topics, schemas)
+
+
+def _schemas(node: Field) -> SchemaTranslation:
+    schemas = read_section(SchemaTranslation, node)
+    for side in ("source", "target"):
+        user, password = (getattr(schemas, f"{side}_{k}") for k in ("username", "password"))
+        if (user is None) != (password is None):
+            raise node.child(side, None).error(
+                "username without password, or password without username", "both, or neither"
+            )
+    return schemas
 
 
 # -- topics and loop prevention ----------------------------------------------------------------

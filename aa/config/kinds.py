@@ -165,6 +165,26 @@ class Servers(Kind):
         return "`host:port[,host:port...]`"
 
 
+_URL = re.compile(r"^https?://[^\s/:?#]+(:\d{1,5})?(/[^\s?#]*)?$")
+
+
+@dataclass(frozen=True, slots=True)
+class Url(Kind):
+    """An ``http://`` or ``https://`` URL without query or credentials (a trailing ``/`` is
+    dropped)."""
+
+    def read(self, node: Field) -> str:
+        text = node.text().strip()
+        if not _URL.match(text) or "@" in text:
+            raise node.error(
+                f"invalid URL {text!r}", "http(s)://host[:port][/path], credentials apart"
+            )
+        return text.rstrip("/")
+
+    def allowed(self) -> str:
+        return "`http(s)://host[:port][/path]`"
+
+
 @dataclass(frozen=True, slots=True)
 class Password(Kind):
     """A :class:`~aa.config.secret.Secret`: ``${ENV_VAR}`` / ``${file:/path}`` references are

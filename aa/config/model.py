@@ -18,6 +18,7 @@ from aa.config.kinds import (
     Servers,
     Text,
 )
+from aa.config.registries import SchemaTranslation
 from aa.config.schema import REQUIRED, section, setting
 from aa.config.secret import Secret
 from aa.config.sections import (
@@ -51,6 +52,7 @@ __all__ = [  # the sections and the filter are defined in their own modules, par
     "OnError",
     "PrefixStyle",
     "SaslMechanism",
+    "SchemaTranslation",
     "SecurityProtocol",
     "TopicFilter",
     "TopicSync",
@@ -144,12 +146,14 @@ class Datacenter:
 class Flow:
     """One ordered DC pair: records are copied from ``source`` to ``target``.
 
-    ``topics`` overrides the topology's filter for this flow only (MM2's ``A->B.topics``).
+    ``topics`` overrides the topology's filter for this flow only (MM2's ``A->B.topics``);
+    ``schemas``, when given, translates the schema ids of its registry-framed records.
     """
 
     source: str
     target: str
     topics: TopicFilter | None = None
+    schemas: SchemaTranslation | None = None
 
     @property
     def name(self) -> str:

@@ -4,8 +4,8 @@ Every name starts with :data:`PREFIX`, so no flow ever copies one
 (:func:`aa.policy.naming.is_internal`), the checkpoint task never translates the mirror's own
 groups, and no DC may be called ``aa``. Templates take ``{source}`` and ``{target}``: the DCs of
 the flow the name belongs to. The topic templates are the defaults of settings a topology may
-override (``on_error.dead_letter_topic``, ``offset_sync.topic``, ``checkpoints.topic``); the
-others are fixed.
+override (``on_error.dead_letter_topic``, ``offset_sync.topic``, ``checkpoints.topic``, a
+flow's ``schemas.ids_topic``); the others are fixed.
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ EOS_OFFSETS_TOPIC = PREFIX + "offsets.{source}.internal"
 CONTROL_TOPIC = PREFIX + "control.{source}.internal"
 """What operators paused in the flows from ``source`` and their rate limits, in the target DC
 (compacted: one record per pause, a tombstone when it is lifted)."""
+SCHEMA_IDS_TOPIC = PREFIX + "schema-ids.{source}.internal"
+"""Schema translation: which target registry id each source registry id became (compacted)."""
 MIRROR_GROUP = PREFIX + "mirror.{source}.{target}"
 """The consumer group every process of a flow shares (it splits the partitions)."""
 TRANSACTIONAL_ID = PREFIX + "eos.{source}.{target}"

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from aa.config.model import Datacenter, Topology
+from aa.config.model import Datacenter, SchemaTranslation, Topology
 from aa.config.schema import REQUIRED, Definition, definitions, settings_of
 from aa.config.topic_filter import TopicFilter
 
@@ -37,6 +37,7 @@ def blocks() -> dict[str, list[Definition]]:
     out: dict[str, list[Definition]] = {"datacenters": list(settings_of(Datacenter))}
     for d in definitions(Topology):
         out.setdefault(d.section or TOP, []).append(d)
+    out["schemas"] = list(settings_of(SchemaTranslation))  # a flow's own section
     return out
 
 
@@ -49,7 +50,7 @@ def show(value: Any) -> str:
     if isinstance(value, bool):
         return f"`{str(value).lower()}`"
     if isinstance(value, TopicFilter):
-        inc = ", ".join(f"`{p}`" for p in value.include)
+        inc = ", ".join(f"`{p}`" for p in value.include) or "none"
         exc = ", ".join(f"`{p}`" for p in value.exclude) or "none"
         return f"include {inc}; exclude {exc}"
     if isinstance(value, tuple):

@@ -227,17 +227,27 @@ def read_section(cls: type[T], node: Field | None) -> T:
     """Build section ``cls`` from what the user wrote at ``node`` (absent: all defaults).
 
     A plain string is the section's shorthand setting, if it has one; otherwise a mapping of the
-    declared names (unknown keys are errors naming the nearest known one)."""
+    declared names, a grouped setting inside its group's mapping (``source: {url: ...}``;
+    unknown keys are errors naming the nearest known one)."""
     if node is None:
         return cls()
     defs = settings_of(cls)
     short = [d for d in defs if d.setting.shorthand]
     if short and isinstance(node.value, str):
         return cls(**{short[0].name: short[0].setting.kind.read(node)})
-    fields = node.mapping(tuple(d.name for d in defs))
+    fields = node.mapping(tuple(dict.fromkeys(d.key.split(".", 1)[0] for d in defs)))
     values: dict[str, Any] = {}
     for d in defs:
-        f = require(fields, d.name, node) if d.setting.required else get(fields, d.name, node)
+        where, parent, key = fields, node, d.key
+        if "." in key:  # a grouped setting: `source.url` is `url` in the mapping `source`
+            group, key = key.split(".", 1)
+            inner = [x.key.split(".", 1)[1] for x in defs if x.key.startswith(group + ".")]
+            needed = any(x.setting.required for x in defs if x.key.startswith(group + "."))
+            sub = require(fields, group, node) if needed else get(fields, group, node)
+            if sub is None:
+                continue
+            where, parent = sub.mapping(inner), sub
+        f = require(where, key, parent) if d.setting.required else get(where, key, parent)
         if f is not None:
             values[d.name] = d.setting.kind.read(f)
     return cls(**values)

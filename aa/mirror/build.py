@@ -40,6 +40,7 @@ def flow_settings(
         source_client=client_kwargs(topology.datacenter(flow.source), env=env),
         target_client=client_kwargs(topology.datacenter(flow.target), env=env),
         group_id=group_id(flow),
+        schemas=flow.schemas,
         **values,
     )
 

@@ -14,6 +14,7 @@ from aa.mirror.delivery import Delivery, FlowClients
 from aa.mirror.settings import FlowSettings
 from aa.mirror.types import Router
 from aa.observe.metrics import Metrics
+from aa.protocols import SchemaIds
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +28,8 @@ class StageContext:
     metrics: Metrics
     delivery: Delivery
     clients: FlowClients
+    schemas: SchemaIds | None = None
+    """The flow's schema-id translation, when its topology gives it a ``schemas`` section."""
     labels: dict[str, str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

@@ -39,7 +39,7 @@ from aa.mirror.memory import MIN_PARTITION_FETCH, MemoryBudget, PartitionShare
 from aa.mirror.pending import Batch, Pending
 from aa.mirror.placement import Placement
 from aa.mirror.refusals import DEAD_LETTER_REASON as DEAD_LETTER_REASON  # re-exported
-from aa.mirror.route import Forwarder
+from aa.mirror.route import Forwarder, known_schemas
 from aa.mirror.settings import FlowSettings
 from aa.mirror.settle import Settler
 from aa.mirror.target import LANES, Target, never_expire, stop_target
@@ -47,6 +47,7 @@ from aa.mirror.topics import TopicSync
 from aa.mirror.types import Router
 from aa.observe.metrics import Metrics
 from aa.offsets.writer import OffsetSyncWriter, ensure_internal_topic
+from aa.schemas.translator import SchemaTranslator
 
 REBALANCE_TIMEOUT_MS = 300_000
 """How long the group waits for a member's revoke (drain and commit) before evicting it: the
@@ -103,6 +104,7 @@ class MirrorFlow:
         self.load_control: Callable[[], Awaitable[FlowControl]] | None = None
         """Reads the stored pauses before the first fetch (set by the supervisor)."""
         self._applied = Applied()
+        self._schemas: SchemaTranslator | None = None
 
     def make_target(self, ctx: StageContext) -> Target:  # a seam for tests that slow it down
         return Target(ctx)
@@ -207,7 +209,12 @@ class MirrorFlow:
                 producer, consumer, target_admin, self.syncs, self.log, source_admin, lanes
             )
             await self.delivery.start(clients)
-            self._wire(StageContext(s, self.router, self.metrics, self.delivery, clients), topics)
+            self._schemas = None
+            if s.schemas is not None:  # schema ids translated: aa.schemas
+                translator = SchemaTranslator(s, target_admin, self.metrics, self.log)
+                self._schemas = await stack.enter_async_context(translator)
+            ctx = StageContext(s, self.router, self.metrics, self.delivery, clients, self._schemas)
+            self._wire(ctx, topics)
             listener = RevokeListener(self) if group is not None else None
             consumer.subscribe(pattern=self.router.subscription(), listener=listener)
             self.metrics.up.labels(**s.labels).set(1)
@@ -293,6 +300,12 @@ class MirrorFlow:
                 # not under ``routing``: the group's committed offsets it may ask for wait for
                 # a rebalance in progress, and the rebalance waits for ``routing``
                 await self._expiry.check(batch)
+            if (
+                batch
+                and self._schemas is not None
+                and not await known_schemas(self._schemas, batch, stop)
+            ):
+                break  # stopped while a schema registry was away: not routed, not committed
             async with fetch.routing:
                 if not fetch.current(generation, batch):
                     continue

@@ -18,8 +18,17 @@ REFUSED = {
     "record-too-large": "a record the target refuses as too large",
     "invalid-record": "a record the target refuses as invalid",
     "invalid-timestamp": "a record whose timestamp the target refuses",
+    "schema-unknown": "a record whose schema id the source's schema registry does not know",
+    "schema-refused": "a record whose schema the target's schema registry refuses",
 }
 """What each kind of refused record is called in the message that stops a flow."""
+
+FIXES = {
+    "schema-unknown": "register the schema in the source's registry, or",
+    "schema-refused": "make the target's registry accept the schema, or",
+}
+"""What the message that stops a flow says to fix, by refusal kind (default: the target
+topic's config)."""
 
 BROKER_REFUSALS: dict[type[BaseException], str] = {
     MessageSizeTooLargeError: "record-too-large",

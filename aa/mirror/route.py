@@ -12,6 +12,7 @@ request").
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -25,7 +26,7 @@ from aa.mirror.errors import FlowError
 from aa.mirror.limits import SCREEN_SLACK, TargetLimits, headers_size
 from aa.mirror.pending import Batch, Pending
 from aa.mirror.placement import Placement
-from aa.mirror.refusals import REFUSED
+from aa.mirror.refusals import FIXES, REFUSED
 from aa.mirror.restamp import (
     Held,
     RawBatch,
@@ -41,6 +42,7 @@ from aa.mirror.restamp import (
 )
 from aa.mirror.target import Target, appender, partition_for, seal
 from aa.mirror.types import Malformed, Skip
+from aa.protocols import SchemaIds, SchemaRefusal, Translate
 from aa.provenance import MIRRORED_AT
 
 
@@ -49,11 +51,14 @@ class _Run:
     where it goes, the target batches open per target partition, and what was forwarded."""
 
     __slots__ = (
-        "forwarded", "lanes", "limits", "nbytes", "now_ms", "open", "parts", "target", "tp", "wide"
+        "forwarded", "lanes", "limits", "nbytes", "now_ms", "open", "parts", "target", "tp",
+        "translate", "wide",
     )  # fmt: skip
 
     def __init__(self, tp: TopicPartition, target: str, parts: int | None, now_ms: int) -> None:
         self.tp, self.target, self.now_ms = tp, target, now_ms
+        self.translate: Translate | None = None
+        """The topic's schema-id translation: its records take the record path."""
         self.parts = parts
         """Partitions of a re-partitioned target (records go by key hash); ``None``: same."""
         self.limits: TargetLimits | None = None
@@ -102,12 +107,17 @@ class Forwarder:
                 pending.offsets[tp] = next_offset(records)
                 continue
             parts, same_partition = await self.placement.place(tp, target)
+            schemas = self.ctx.schemas
+            translate = schemas.translation(tp.topic) if schemas is not None else None
+            if translate is not None:
+                records = expand(records)  # the batch path would copy the ids untranslated
             if not same_partition:
                 records = expand(records)  # the batch path keeps partitions
                 if syncs is not None:
                     await syncs.repartitioned(tp, target, records)  # translation refuses
             run = _Run(tp, target, None if same_partition else parts, now_ms)
             run.limits = self.placement.limits.get(target)
+            run.translate = translate
             # only a flow with more than one producer chooses lanes (exactly-once has one): no
             # pass over the records for nothing
             run.wide = self._lanes > 1 and fetched_bytes(records) >= self.ctx.settings.batch_size
@@ -204,6 +214,7 @@ class Forwarder:
         """The record path: each record routed, screened and appended; false when a refused
         record stops the flow (``on_error: fail``)."""
         tp, target, parts, limits, now_ms = run.tp, run.target, run.parts, run.limits, run.now_ms
+        translate = run.translate
         if limits is not None:
             room, no_null_key, oldest, newest = limits.screen(now_ms)
             cap = room - SCREEN_SLACK  # under it a record fits whatever aa's headers add
@@ -216,6 +227,14 @@ class Forwarder:
         for r, route in zip(records, routes, strict=True):
             if type(route) is list:
                 ts, key, value = r.timestamp, r.key, r.value
+                if translate is not None:  # resolved before routing: known_schemas
+                    done = translate(key, value)
+                    if isinstance(done, SchemaRefusal):
+                        if await self._refuse(pending, tp, r, done.kind, done.detail):
+                            go_on = False
+                            break
+                        continue
+                    key, value = done
                 size = (len(value) if value is not None else 0) + (
                     len(key) if key is not None else 0
                 )
@@ -324,9 +343,10 @@ class Forwarder:
         if s.on_error == "fail":
             pending.offsets[tp] = record.offset  # commit up to, not past, the refused one
             what = REFUSED.get(kind, "a record the target refuses")
+            fix = FIXES.get(kind, "fix the target topic's config, or")
             pending.malformed = FlowError(
                 f"{s.name}: {what} in {tp.topic}/{tp.partition}@{record.offset}: {detail}; the "
-                "flow stops before this record (fix the target topic's config, or set "
+                f"flow stops before this record ({fix} set "
                 f"on_error: dead-letter to route such records to {s.dead_letter_topic} in "
                 f"{s.target})",
                 kind=kind,
@@ -344,3 +364,16 @@ class Forwarder:
         pending.sends.append((fut, [record], s.dead_letter_topic, tp))
         self.ctx.metrics.dead_lettered.labels(**self.ctx.labels, topic=tp.topic, reason=kind).inc()
         return False
+
+
+async def known_schemas(schemas: SchemaIds, batch: Batch, stop: asyncio.Event) -> bool:
+    """Before ``batch`` is routed: the topics whose records carry schema ids are decoded (the
+    batch path copies bytes as they are) and their ids made known (:mod:`aa.schemas`), so that
+    routing translates each record synchronously. False when ``stop`` was set while a schema
+    registry did not answer: the batch must not be routed."""
+    parts = []
+    for tp, records in batch.items():
+        if schemas.translation(tp.topic) is not None:
+            batch[tp] = decoded = expand(records)
+            parts.append((tp.topic, decoded))
+    return not parts or await schemas.resolve(parts, stop)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 from aa.config import model, names
+from aa.config.registries import SchemaTranslation
 
 OnError = Literal["fail", "dead-letter"]
 DeliveryMode = Literal["at-least-once", "exactly-once"]
@@ -60,6 +61,8 @@ class FlowSettings:
     offset_syncs: bool = _OFFSET_SYNC.enabled
     offset_sync_topic: str = ""
     """Offset syncs on the target ("" = the default ``aa.offset-syncs.<source>.internal``)."""
+    schemas: SchemaTranslation | None = None
+    """The flow's schema registries and framed topics, when it translates schema ids."""
 
     max_bytes_per_s: float = _TUNING.max_bytes_per_s
     """The rate limit of the flow's fetches (0: none); changed live by a reload or the API."""

@@ -38,7 +38,8 @@ datacenters:
 MM2_BASE = (
     "clusters = A, B\nA.bootstrap.servers = a:1\nB.bootstrap.servers = b:1\nA->B.enabled = true\n"
 )
-FLOW_IDENTITY = {"source", "target", "source_client", "target_client", "group_id"}
+FLOW_IDENTITY = {"source", "target", "source_client", "target_client", "group_id", "schemas"}
+"""FlowSettings attributes that come from the flow itself (its DCs, its ``schemas`` section)."""
 FLOW_FIXED = {"offsets_topic", "transaction_timeout_ms"}
 """FlowSettings attributes no topology setting feeds (the exactly-once offsets topic name and
 the transaction timeout are aa's own choices, not configurable)."""
