@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import yaml
 
@@ -59,11 +60,13 @@ def aa_topology(
     *,
     loop_prevention: str = "headers",
     metrics_port: int = 0,
+    schemas: Mapping[str, Any] | None = None,
 ) -> str:
-    """aa's topology YAML for ``flows`` between ``bootstraps`` copying ``topics`` (regexes)."""
+    """aa's topology YAML for ``flows`` between ``bootstraps`` copying ``topics`` (regexes);
+    ``schemas``: each flow's ``schemas`` section (registry ids translated: ``--framed``)."""
     doc = {
         "datacenters": {dc: {"bootstrap": b} for dc, b in bootstraps.items()},
-        "flows": list(flows),
+        "flows": [{f: {"schemas": dict(schemas)}} for f in flows] if schemas else list(flows),
         "topics": {"include": list(topics)},
         "loop_prevention": loop_prevention,
         "delivery": "at-least-once",

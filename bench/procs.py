@@ -207,10 +207,15 @@ def producer_perf(
     size: int,
     rate: int,
     props: dict[str, str],
+    payload_file: Path | None = None,
 ) -> Spec:
-    """ProducerPerformance writing ``records`` of ``size`` bytes at ``rate``/s (-1: max)."""
+    """ProducerPerformance writing ``records`` of ``size`` bytes at ``rate``/s (-1: max);
+    with ``payload_file``, values picked from its lines instead (``size`` is then theirs)."""
+    what = ["--record-size", str(size)] if payload_file is None else [
+        "--payload-file", str(payload_file)
+    ]  # fmt: skip
     args = [
-        "--topic", topic, "--num-records", str(records), "--record-size", str(size),
+        "--topic", topic, "--num-records", str(records), *what,
         "--throughput", str(rate), "--producer-props", f"bootstrap.servers={bootstrap}",
         *(f"{k}={v}" for k, v in props.items()),
     ]  # fmt: skip

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from bench.configs import IDENTITY, Tuning, aa_topology, mm2_properties
 from bench.procs import MM2_HEAP, Spec, java_cmd, python_cmd
@@ -32,11 +33,14 @@ def aa_deployment(
     loop_prevention: str = "headers",
     profile: bool = False,
     module: str = "aa.cli.main",
+    schemas: Mapping[str, Any] | None = None,
 ) -> Deployment:
     """``per_process``: one ``("--flow", "SF->NYC")`` or ``("--dc", "NYC")`` per process;
     ``profile`` runs each under pyinstrument (text report in its log folder; slower)."""
     run_dir.mkdir(parents=True, exist_ok=True)
-    text = aa_topology(bootstraps, flows, topics, tuning, loop_prevention=loop_prevention)
+    text = aa_topology(
+        bootstraps, flows, topics, tuning, loop_prevention=loop_prevention, schemas=schemas
+    )
     path = run_dir / "aa-topology.yaml"
     path.write_text(text)
     specs = []

@@ -16,7 +16,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Iterator
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -25,6 +25,7 @@ from bench.brokers import Brokers, dedicated, parse_bootstrap
 from bench.configs import Tuning, tuning_dict
 from bench.procs import JVM_PERF_OPTS, MM2_HEAP, Procs
 from bench.report import machine, ratios, table, write_json
+from bench.schemas import framed
 from bench.workloads import WORKLOADS, Ctx, Params
 
 RESULTS = Path(__file__).parent / "results"
@@ -59,6 +60,12 @@ def parser() -> argparse.ArgumentParser:
         help="aa's tuning.memory_budget_mb per flow (default: aa's own, 32)",
     )
     p.add_argument("--aa-loop-prevention", default="headers", choices=["headers", "prefix"])
+    p.add_argument(
+        "--framed",
+        action="store_true",
+        help="W1: values framed for a schema registry (magic byte, schema id) and aa's flow "
+        "translating the ids; starts a registry per DC (`aa dev fetch --registry`)",
+    )
     p.add_argument(
         "--aa-profile",
         action="store_true",
@@ -103,7 +110,7 @@ def main(argv: list[str] | None = None) -> Path:
         mesh_duration_s=args.mesh_duration, runners=runners,
         aa_loop_prevention=args.aa_loop_prevention, aa_profile=args.aa_profile,
         latency_warmup_s=args.latency_warmup, wan_records=args.wan_records,
-        wan_delay_ms=args.wan_delay_ms,
+        wan_delay_ms=args.wan_delay_ms, framed=args.framed,
     )  # fmt: skip
     tuning = Tuning(
         batch_size=args.batch_size, linger_ms=args.linger_ms, compression=args.compression,
@@ -136,7 +143,12 @@ def main(argv: list[str] | None = None) -> Path:
         if args.bootstrap
         else dedicated(dcs, wan=["SF"] if "W4" in only else ())
     )
-    with _work_dir(args.work) as work, brokers as found, Procs() as procs:
+    with (
+        _work_dir(args.work) as work,
+        brokers as found,
+        Procs() as procs,
+        contextlib.ExitStack() as stack,
+    ):
         bootstraps = found.bootstraps
         missing = [dc for dc in dcs if dc not in bootstraps]
         if missing:
@@ -146,6 +158,10 @@ def main(argv: list[str] | None = None) -> Path:
             work, dict(bootstraps), tuning, params, procs, uuid.uuid4().hex[:6], log,
             wan=dict(found.wan), broker_pids=dict(found.pids),
         )  # fmt: skip
+        if args.framed:
+            schemas, payloads = stack.enter_context(framed(work, args.record_size))
+            ctx = replace(ctx, schemas=schemas, payload_file=payloads)
+            log(f"framed values: registries {schemas}")
         try:
             for name in only:
                 log(f"{name} starting")

@@ -53,6 +53,7 @@ class Params:
     aa_module: str = "aa.cli.main"
     wan_records: int = 500_000
     wan_delay_ms: float = 25.0
+    framed: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +69,10 @@ class Ctx:
     """DCs whose broker also listens behind a delaying proxy (W4), by name."""
     broker_pids: dict[str, int] = field(default_factory=dict)
     """The dedicated brokers' pids by DC (none with ``--bootstrap``): their CPU is reported."""
+    schemas: dict[str, Any] | None = None
+    """``--framed``: W1's aa flow translates schema ids with this ``schemas`` section."""
+    payload_file: Path | None = None
+    """``--framed``: W1's preload writes these framed values (:mod:`bench.schemas`)."""
 
     def topic(self, workload: str, runner: str) -> str:
         return f"bench-{workload}-{runner}-{self.run_id}"
@@ -105,7 +110,7 @@ def _deploy(
             run_dir, bootstraps, flows, topics, ctx.tuning,
             per_process=[(flag, p) for p in per],
             loop_prevention=ctx.params.aa_loop_prevention, profile=ctx.params.aa_profile,
-            module=ctx.params.aa_module,
+            module=ctx.params.aa_module, schemas=ctx.schemas if workload == "W1" else None,
         )  # fmt: skip
     targets = [p.split("->")[1] if "->" in p else p for p in per]
     policy = IDENTITY if workload != "W3" else DEFAULT_POLICY
@@ -137,7 +142,7 @@ def w1(ctx: Ctx) -> dict[str, Any]:
         asyncio.run(create_topics(src, [topic], p.partitions))
         pre = producer_perf(
             ctx.run_dir / "W1" / runner / "preload", src, topic, p.records, p.record_size, -1,
-            PRELOAD_PROPS,
+            PRELOAD_PROPS, payload_file=ctx.payload_file,
         )  # fmt: skip
         preload = parse_producer_perf(_run_tool(ctx, pre, 120 + p.records / 2000))
         if runner == "ceiling":
