@@ -110,6 +110,7 @@ def repair(
     """Re-publish the ``missing`` rows (with ``key``, ``value``, ``headers``) from the
     executors; returns the number published per ``target/topic``."""
     datacenters = {dc: plan.datacenter(dc) for dc in plan.dcs}
+    missing_df = without_translated(missing_df, plan)
     logical = sorted({r.ltopic for r in missing_df.select("ltopic").distinct().collect()})
     topics = {
         (o, t, lt): plan.physical_name(o, t, lt)
@@ -129,3 +130,38 @@ def repair(
     for name, n in sorted(done.items()):
         _log().info("reconcile.repaired", target=name, records=n)
     return done
+
+
+def translated_ids(pairs: Iterable[tuple[str, str]], plan: ReadPlan) -> set[tuple[str, str]]:
+    """The (target DC, source topic) pairs a flow into that DC translates schema ids of
+    (a ``schemas`` section, :mod:`aa.schemas`): repair would write the origin's bytes, with
+    the origin registry's ids, so it leaves them alone."""
+    flows = [(f.target, f.schemas) for f in plan.topology.flows if f.schemas is not None]
+    return {
+        (target, topic)
+        for target, topic in pairs
+        if any(into == target and schemas.frames(topic) for into, schemas in flows)
+    }
+
+
+def without_translated(missing_df: Any, plan: ReadPlan) -> Any:
+    """``missing_df`` less the rows :func:`translated_ids` leaves alone, each pair logged."""
+    if not any(f.schemas is not None for f in plan.topology.flows):
+        return missing_df
+    from pyspark.sql import functions as F
+
+    pairs = [(r.target, r.topic) for r in missing_df.select("target", "topic").distinct().collect()]
+    skip = translated_ids(pairs, plan)
+    for target, topic in sorted(skip):
+        _log().warning(
+            "reconcile.repair_skipped",
+            target=target,
+            topic=topic,
+            reason="its schema ids are translated into the target's registry; repair would "
+            "write the origin's ids: let the flow copy these records again (reset its group) "
+            "instead",
+        )
+    if not skip:
+        return missing_df
+    keys = [f"{target}\u0000{topic}" for target, topic in skip]
+    return missing_df.filter(~F.concat_ws("\u0000", "target", "topic").isin(*keys))

@@ -8,6 +8,7 @@ SF's id would not decode (or would decode as another schema) in NYC.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from aa.config import names
@@ -52,3 +53,13 @@ class SchemaTranslation:
     ids_topic: str = setting(names.SCHEMA_IDS_TOPIC, Template())
     """where the flow remembers source id → target id, in the target DC (compacted), so a
     restart neither asks nor registers again"""
+
+    def frames(self, topic: str) -> bool:
+        """Whether source ``topic``'s keys or values carry schema ids this flow translates."""
+        return matches(self.keys, topic) or matches(self.values, topic)
+
+
+def matches(f: TopicFilter, topic: str) -> bool:
+    return any(re.fullmatch(p, topic) for p in f.include) and not any(
+        re.fullmatch(p, topic) for p in f.exclude
+    )

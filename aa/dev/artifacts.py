@@ -14,7 +14,9 @@ import shutil
 import subprocess
 import tempfile
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from importlib import resources
 from pathlib import Path
 
@@ -199,8 +201,15 @@ def check(artifacts: ArtifactSet) -> list[Path]:
     return paths
 
 
-def fetch(artifacts: ArtifactSet, *, refresh: bool = False) -> list[Path]:
+Build = Callable[[Path, str], None]
+"""Fills ``<work>/lib`` with jars, given the work folder (its ``pom.xml`` written) and ``mvn``."""
+
+
+def fetch(
+    artifacts: ArtifactSet, *, refresh: bool = False, build: Build | None = None
+) -> list[Path]:
     """Resolve ``artifacts`` with Maven unless a complete copy is cached; return its jars.
+    ``build`` makes them (default: the POM's runtime dependencies, copied).
 
     A half-finished earlier fetch (no manifest) is fetched again; a complete but damaged cache
     is an error unless ``refresh`` is set, so a broken disk does not go unnoticed.
@@ -212,25 +221,12 @@ def fetch(artifacts: ArtifactSet, *, refresh: bool = False) -> list[Path]:
     with tempfile.TemporaryDirectory(dir=artifacts.home.parent, prefix=".fetch-") as tmp:
         work = Path(tmp)
         (work / "pom.xml").write_text(artifacts.pom_text())
+        (build or partial(_copy_dependencies, name=artifacts.name))(work, mvn)
         lib = work / "lib"
-        cmd = [
-            mvn,
-            "-B",
-            "-q",
-            "-f",
-            str(work / "pom.xml"),
-            "dependency:copy-dependencies",
-            f"-DoutputDirectory={lib}",
-            "-DincludeScope=runtime",
-        ]
-        done = subprocess.run(cmd, capture_output=True, text=True, check=False)
-        if done.returncode != 0 or not lib.is_dir():
-            tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-15:])
-            raise DevClusterError(
-                f"Maven could not resolve {artifacts.name} (exit {done.returncode}); check that "
-                f"Maven can reach its repository (settings.xml, proxy):\n{tail}"
-            )
         jars = {p.name: p.stat().st_size for p in sorted(lib.glob("*.jar"))}
+        for leftover in work.iterdir():
+            if leftover != lib:
+                shutil.rmtree(leftover) if leftover.is_dir() else leftover.unlink()
         (work / MANIFEST).write_bytes(orjson.dumps({"set": artifacts.name, "jars": jars}))
         if artifacts.home.exists():
             shutil.rmtree(artifacts.home)
@@ -238,6 +234,40 @@ def fetch(artifacts: ArtifactSet, *, refresh: bool = False) -> list[Path]:
         # TemporaryDirectory's cleanup tolerates the folder having moved away.
         work.mkdir()
     return check(artifacts)
+
+
+def maven(mvn: str, work: Path, goals: list[str], doing: str) -> None:
+    """Run ``mvn`` on ``work/pom.xml``; a failure is a :class:`DevClusterError` with its tail."""
+    cmd = [mvn, "-B", "-q", "-f", str(work / "pom.xml"), *goals]
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=work)
+    if done.returncode != 0:
+        tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-15:])
+        raise DevClusterError(
+            f"Maven could not {doing} (exit {done.returncode}); check that Maven can reach its "
+            f"repository (settings.xml, proxy):\n{tail}"
+        )
+
+
+def _copy_dependencies(work: Path, mvn: str, *, name: str) -> None:
+    lib = work / "lib"
+    goals = ["dependency:copy-dependencies", f"-DoutputDirectory={lib}", "-DincludeScope=runtime"]
+    maven(mvn, work, goals, f"resolve {name}")
+    if not lib.is_dir():
+        raise DevClusterError(f"Maven resolved no jars into {lib}")
+
+
+def spawn(cmd: list[str], log: Path, cwd: Path) -> subprocess.Popen[bytes]:
+    """Start a server process in its own session (a Ctrl-C of the caller's terminal does not
+    reach it), its output appended to ``log``."""
+    with log.open("ab") as out:
+        return subprocess.Popen(
+            cmd,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            cwd=cwd,
+        )
 
 
 def classpath(jars: list[Path]) -> str:

@@ -33,6 +33,7 @@ from aa.dev.artifacts import (
     java_executable,
     kafka_artifacts,
     log_config_flags,
+    spawn,
 )
 from aa.dev.artifacts import (
     kafka_version as kafka_version,
@@ -137,15 +138,7 @@ def _launch(java: str, c: DevCluster, heap: str) -> subprocess.Popen[bytes]:
         "kafka.Kafka",
         str(c.properties),
     ]
-    with (c.log_dir / "stdout.log").open("ab") as out:
-        proc = subprocess.Popen(
-            cmd,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-            cwd=c.home,
-        )
+    proc = spawn(cmd, c.log_dir / "stdout.log", c.home)
     c.pid_file.write_text(str(proc.pid))
     return proc
 

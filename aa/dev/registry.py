@@ -12,10 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import signal
-import subprocess
-import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -23,9 +20,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-import orjson
-
-from aa.dev.artifacts import MANIFEST, ArtifactSet, check, classpath, find_tool, java_executable
+from aa.dev.artifacts import ArtifactSet, classpath, fetch, java_executable, maven, spawn
 from aa.errors import DevClusterError
 
 APICURIO_VERSION = "2.4.2.Final"
@@ -47,49 +42,30 @@ def registry_artifacts() -> ArtifactSet:
 
 def fetch_registry(*, refresh: bool = False) -> list[Path]:
     """Build the registry with Maven unless a complete build is cached; its jars (the
-    application first, then its libraries, all in one folder)."""
-    artifacts = registry_artifacts()
-    if not refresh and (artifacts.home / MANIFEST).exists():
-        return check(artifacts)
-    mvn = find_tool("mvn", "AA_MVN", "install Apache Maven 3.6+, e.g. `apt-get install maven`")
-    artifacts.home.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=artifacts.home.parent, prefix=".fetch-") as tmp:
-        work = Path(tmp)
-        (work / "pom.xml").write_text(artifacts.pom_text())
-        java = work / "src" / "main" / "java" / "aa" / "registry"
-        java.mkdir(parents=True)
-        source = resources.files("aa.dev").joinpath("resources", "apicurio-NoDynamicConfig.java")
-        (java / "NoDynamicConfig.java").write_text(source.read_text())
-        settings = work / "src" / "main" / "resources"
-        settings.mkdir(parents=True)
-        # the application's beans are in a dependency that carries no bean index: index it
-        (settings / "application.properties").write_text(
-            "quarkus.index-dependency.registry.group-id=io.apicurio\n"
-            "quarkus.index-dependency.registry.artifact-id=apicurio-registry-app\n"
-        )
-        cmd = [mvn, "-B", "-q", "-f", str(work / "pom.xml"), "package", "-DskipTests"]
-        done = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=work)
-        target = work / "target"
-        runners = sorted(target.glob("*-runner.jar"))
-        if done.returncode != 0 or not runners:
-            tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-15:])
-            raise DevClusterError(
-                f"Maven could not build {artifacts.name} (exit {done.returncode}); check that "
-                f"Maven can reach its repository (settings.xml, proxy):\n{tail}"
-            )
-        lib = work / "lib"
-        (target / "lib").rename(lib)
-        runners[0].rename(lib / "aa-schema-registry-runner.jar")
-        jars = {p.name: p.stat().st_size for p in sorted(lib.glob("*.jar"))}
-        for leftover in ("pom.xml", "src", "target"):
-            path = work / leftover
-            shutil.rmtree(path) if path.is_dir() else path.unlink()
-        (work / MANIFEST).write_bytes(orjson.dumps({"set": artifacts.name, "jars": jars}))
-        if artifacts.home.exists():
-            shutil.rmtree(artifacts.home)
-        work.rename(artifacts.home)
-        work.mkdir()  # TemporaryDirectory's cleanup tolerates the folder having moved away
-    return check(artifacts)
+    application and its libraries, in one folder)."""
+    return fetch(registry_artifacts(), refresh=refresh, build=_quarkus_build)
+
+
+def _quarkus_build(work: Path, mvn: str) -> None:
+    java = work / "src" / "main" / "java" / "aa" / "registry"
+    java.mkdir(parents=True)
+    source = resources.files("aa.dev").joinpath("resources", "apicurio-NoDynamicConfig.java")
+    (java / "NoDynamicConfig.java").write_text(source.read_text())
+    settings = work / "src" / "main" / "resources"
+    settings.mkdir(parents=True)
+    # the application's beans are in a dependency that carries no bean index: index it
+    (settings / "application.properties").write_text(
+        "quarkus.index-dependency.registry.group-id=io.apicurio\n"
+        "quarkus.index-dependency.registry.artifact-id=apicurio-registry-app\n"
+    )
+    maven(mvn, work, ["package", "-DskipTests"], f"build {registry_artifacts().name}")
+    target = work / "target"
+    runners = sorted(target.glob("*-runner.jar"))
+    if not runners:
+        raise DevClusterError(f"Maven built no runnable jar in {target}")
+    lib = work / "lib"
+    (target / "lib").rename(lib)
+    runners[0].rename(lib / "aa-schema-registry-runner.jar")
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,15 +120,7 @@ def start_registry(
         classpath(jars),
         MAIN_CLASS,
     ]
-    with log.open("ab") as out:
-        proc = subprocess.Popen(
-            cmd,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-            cwd=home,
-        )
+    proc = spawn(cmd, log, home)
     registry = LocalRegistry(f"http://127.0.0.1:{port}{CCOMPAT_PATH}", proc.pid, log)
     deadline = time.monotonic() + timeout
     while not _answers(registry.url):

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import re
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -31,8 +30,7 @@ from aiokafka import AIOKafkaProducer
 
 from aa.admin import ClusterAdmin
 from aa.config import names
-from aa.config.registries import SchemaTranslation
-from aa.config.topic_filter import TopicFilter
+from aa.config.registries import SchemaTranslation, matches
 from aa.lifecycle import AsyncResource, started
 from aa.mirror.settings import FlowSettings
 from aa.observe.metrics import Metrics
@@ -47,12 +45,6 @@ MAX_WAIT_S = 10.0
 """The longest pause between two tries of a registry that does not answer."""
 
 
-def _matcher(f: TopicFilter) -> Any:
-    inc = [re.compile(p) for p in f.include]
-    exc = [re.compile(p) for p in f.exclude]
-    return lambda t: any(p.fullmatch(t) for p in inc) and not any(p.fullmatch(t) for p in exc)
-
-
 class SchemaTranslator(AsyncResource):
     """Translates the schema ids of one flow's framed records (its ``schemas`` section)."""
 
@@ -64,7 +56,6 @@ class SchemaTranslator(AsyncResource):
         self._admin, self._metrics, self._log = admin, metrics, log
         self.topic = names.for_flow(self.config.ids_topic, settings.source, settings.target)
         self.table = IdTable()
-        self._keys, self._values = _matcher(self.config.keys), _matcher(self.config.values)
         self._topics: dict[str, TopicTranslation | None] = {}
         self._unframed: set[str] = set()
         self._down_since: float | None = None
@@ -98,7 +89,7 @@ class SchemaTranslator(AsyncResource):
 
     def translation(self, topic: str) -> TopicTranslation | None:
         if topic not in self._topics:
-            keys, values = bool(self._keys(topic)), bool(self._values(topic))
+            keys, values = matches(self.config.keys, topic), matches(self.config.values, topic)
             self._topics[topic] = (
                 TopicTranslation(self.table, keys, values) if keys or values else None
             )

@@ -6,7 +6,6 @@ the official library); a consumer in NYC decodes every copy with NYC's registry 
 
 from __future__ import annotations
 
-import asyncio
 import re
 import urllib.parse
 from collections.abc import Callable, Iterator
@@ -18,12 +17,18 @@ from aa.config.registries import SchemaTranslation
 from aa.config.topic_filter import TopicFilter
 from aa.dev.registry import LocalRegistry
 from aa.mirror.flow import DEAD_LETTER_REASON
-from aa.mirror.supervisor import Backoff, Supervisor
-from aa.observe.metrics import Metrics
+from aa.mirror.settings import FlowSettings
 from aa.schemas.wire import header, schema_id
 from tests.conftest import DcCluster
 from tests.helpers.kafka import Rec, consume_all, create_topic, eventually, produce
-from tests.helpers.mirror import OriginOnlyRouter, committed, exact, running_flow, sf_to_nyc
+from tests.helpers.mirror import (
+    OriginOnlyRouter,
+    committed,
+    exact,
+    running_flow,
+    sf_to_nyc,
+    supervised,
+)
 from tests.helpers.registry import (
     avro_frame,
     avro_schema,
@@ -56,6 +61,22 @@ def _only(*topics: str) -> TopicFilter:
 
 def _translation(reg: Registries, values: TopicFilter, **kw: object) -> SchemaTranslation:
     return SchemaTranslation(reg["SF"].url, reg["NYC"].url, values=values, **kw)
+
+
+def _dead_lettering(
+    dcs: dict[str, DcCluster], names: Names, reg: Registries, topic: str
+) -> tuple[FlowSettings, str]:
+    """SF->NYC translating ``topic``'s values, refusals dead-lettered; and its dead-letter topic."""
+    dead = names("dlq")
+    settings = sf_to_nyc(
+        dcs["SF"].bootstrap,
+        dcs["NYC"].bootstrap,
+        names("g"),
+        on_error="dead-letter",
+        dead_letter_topic=dead,
+        schemas=_translation(reg, _only(topic)),
+    )
+    return settings, dead
 
 
 def _offset_ids(reg: Registries, names: Names, n: int = 3) -> None:
@@ -142,15 +163,7 @@ async def test_a_record_with_an_unknown_schema_id_is_dead_lettered_and_nothing_a
     values = [avro_frame(v1, ORDER_V1, {"id": i, "item": "x"}) for i in range(10)]
     values.insert(5, header(987_654) + b"\x02\x02x")  # an id SF's registry never issued
     await produce(sf, topic, [Rec(b"k", v, partition=0) for v in values])
-    dead = unique_name("dlq")
-    settings = sf_to_nyc(
-        sf,
-        nyc,
-        unique_name("g"),
-        on_error="dead-letter",
-        dead_letter_topic=dead,
-        schemas=_translation(registries, _only(topic)),
-    )
+    settings, dead = _dead_lettering(dc_clusters, unique_name, registries, topic)
     async with running_flow(settings, OriginOnlyRouter("SF", "NYC", exact(topic))):
         copies = await consume_all(nyc, topic, count=10, timeout=90)
         letters = await consume_all(nyc, dead, count=1, timeout=30)
@@ -171,19 +184,9 @@ async def test_an_unknown_schema_id_under_on_error_fail_stops_the_flow_before_it
     await produce(sf, topic, [Rec(b"k", v, partition=0) for v in values])
     group = unique_name("g")
     settings = sf_to_nyc(sf, nyc, group, schemas=_translation(registries, _only(topic)))
-    sup = Supervisor(
-        [(settings, OriginOnlyRouter("SF", "NYC", exact(topic)))],
-        Metrics(),
-        backoff=Backoff(initial_s=0.2, max_s=0.5),
-        shutdown_timeout_s=10,
-    )
-    run = asyncio.create_task(sup.run(install_signals=False))
-    state = sup.states["SF->NYC"]
-    try:
+    async with supervised(settings, OriginOnlyRouter("SF", "NYC", exact(topic))) as sup:
+        state = sup.states["SF->NYC"]
         await eventually(lambda: state.state == "failed", timeout=90, message="the flow stops")
-    finally:
-        sup.stop()
-        await asyncio.wait_for(run, 30)
     assert state.restarts == 0
     assert "schema id 987655" in (state.last_error or ""), state.last_error
     assert "register the schema in the source's registry" in (state.last_error or "")
@@ -207,15 +210,7 @@ async def test_a_schema_the_target_registry_refuses_is_dead_lettered_never_copie
     order = avro_schema("Order", ("id", "long"), ("item", "string"), ("note", "string", topic))
     v1 = register(registries["SF"].url, subject, order)
     await produce(sf, topic, [Rec(None, avro_frame(v1, order, {"id": 1, "item": "x", "note": ""}))])
-    dead = unique_name("dlq")
-    settings = sf_to_nyc(
-        sf,
-        nyc,
-        unique_name("g"),
-        on_error="dead-letter",
-        dead_letter_topic=dead,
-        schemas=_translation(registries, _only(topic)),
-    )
+    settings, dead = _dead_lettering(dc_clusters, unique_name, registries, topic)
     async with running_flow(settings, OriginOnlyRouter("SF", "NYC", exact(topic))):
         letters = await consume_all(nyc, dead, count=1, timeout=90)
     reason = dict(letters[0].headers)[DEAD_LETTER_REASON].decode()
