@@ -11,15 +11,18 @@ from aa.cli.progress import working
 from aa.dev import artifacts, cluster
 from aa.logs import configure
 
+HOME_HELP = "state folder (default: $AA_DEV_HOME or ~/.local/state/aa/dev)"
+
+
+def _home_option(p: argparse.ArgumentParser, default: object) -> None:
+    """``--home DIR``, before the action (``aa dev --home X up``) or after it (``aa dev up
+    --home X``): both were written by users; only the first worked."""
+    p.add_argument("--home", type=Path, default=default, help=HOME_HELP)
+
 
 def register(sub: Any) -> None:
     dev = sub.add_parser("dev", help="run real local Kafka clusters, one per DC")
-    dev.add_argument(
-        "--home",
-        type=Path,
-        default=None,
-        help="state folder (default: $AA_DEV_HOME or ~/.local/state/aa/dev)",
-    )
+    _home_option(dev, None)
     dsub = dev.add_subparsers(dest="dev_command", metavar="ACTION", required=True)
 
     p = dsub.add_parser("up", help="fetch Kafka if needed and start one cluster per DC")
@@ -28,19 +31,39 @@ def register(sub: Any) -> None:
         default=",".join(cluster.DEFAULT_DCS),
         help="comma-separated DC names (default: SF,NYC,LON)",
     )
-    p.add_argument("--base-port", type=int, default=cluster.DEFAULT_BASE_PORT)
-    p.add_argument("--port-step", type=int, default=cluster.DEFAULT_PORT_STEP)
-    p.add_argument("--heap", default=cluster.DEFAULT_HEAP, help="JVM heap per broker")
-    p.add_argument("--timeout", type=float, default=90.0, help="seconds to wait for health")
+    p.add_argument(
+        "--base-port",
+        type=int,
+        default=cluster.DEFAULT_BASE_PORT,
+        help=f"the first DC's broker port (default {cluster.DEFAULT_BASE_PORT}); its controller "
+        "listens on the next port",
+    )
+    p.add_argument(
+        "--port-step",
+        type=int,
+        default=cluster.DEFAULT_PORT_STEP,
+        help=f"DC i listens on base + i x step (default {cluster.DEFAULT_PORT_STEP})",
+    )
+    p.add_argument(
+        "--heap",
+        default=cluster.DEFAULT_HEAP,
+        help=f"JVM heap per broker (default {cluster.DEFAULT_HEAP})",
+    )
+    p.add_argument(
+        "--timeout", type=float, default=90.0, help="seconds to wait for health (default 90)"
+    )
     _kafka_version_option(p)
+    _home_option(p, argparse.SUPPRESS)
     p.set_defaults(func=_up)
 
-    p = dsub.add_parser("down", help="stop the brokers `aa dev up` started")
+    p = dsub.add_parser("down", help="stop the brokers aa dev up started")
     p.add_argument("--dcs", default="", help="only these DCs (default: all)")
     p.add_argument("--wipe", action="store_true", help="also delete their data and logs")
+    _home_option(p, argparse.SUPPRESS)
     p.set_defaults(func=_down)
 
     p = dsub.add_parser("status", help="show each DC's broker and whether it answers")
+    _home_option(p, argparse.SUPPRESS)
     p.set_defaults(func=_status)
 
     p = dsub.add_parser("fetch", help="resolve Kafka, MirrorMaker 2 (and Spark's Kafka source)")

@@ -7,7 +7,7 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-from aa.cli.options import topology_command
+from aa.cli.options import group_option, topology_command
 from aa.cli.progress import working
 from aa.cli.reach import known_dc, require_reachable
 from aa.config import Topology, client_kwargs, load_config
@@ -76,7 +76,7 @@ def register(sub: Any) -> None:
 
 def _move_arguments(p: Any, *, to: str, source: str, create_group: str) -> None:
     """What failover and failback share: the group, where it goes, and the dry-run guard."""
-    p.add_argument("--group", required=True)
+    group_option(p, "the application's consumer group to move")
     p.add_argument("--to", dest="target", required=True, help=to)
     p.add_argument("--from", dest="source", help=source)
     p.add_argument(

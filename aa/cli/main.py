@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -18,6 +19,11 @@ from aiokafka.errors import KafkaError
 from aa import __version__
 from aa.errors import AaError
 from aa.logs import configure
+
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+CLOSED_PIPE_EXIT = 141
+"""The exit code when the reader of aa's output went away (``aa plan | head -1``): what a shell
+reports for a tool stopped by SIGPIPE. Nothing is wrong with the DCs."""
 
 COMMAND_MODULES: tuple[str, ...] = (
     "aa.cli.dev",
@@ -43,7 +49,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="log format (default: console on a terminal, JSON otherwise)",
     )
-    parser.add_argument("--log-level", default=None, help="DEBUG, INFO, WARNING, ERROR")
+    parser.add_argument(
+        "--log-level",
+        type=str.upper,
+        choices=LOG_LEVELS,
+        default=None,
+        help=f"{', '.join(LOG_LEVELS)} (default: $AA_LOG_LEVEL or INFO)",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(sub)
@@ -75,17 +87,35 @@ def glue_dash_values(argv: Sequence[str]) -> list[str]:
     return out
 
 
+def _log_level(args: argparse.Namespace) -> str | None:
+    """``--log-level``, else ``$AA_LOG_LEVEL`` checked like it."""
+    env = os.environ.get("AA_LOG_LEVEL")
+    if args.log_level is None and env and env.upper() not in LOG_LEVELS:
+        raise AaError(f"AA_LOG_LEVEL {env}: use one of {', '.join(LOG_LEVELS)}")
+    level: str | None = args.log_level
+    return level
+
+
+def _closed_pipe() -> int:
+    """The reader of stdout went away: write nothing more (nor at exit), say nothing."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return CLOSED_PIPE_EXIT
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(glue_dash_values(sys.argv[1:] if argv is None else argv))
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
-    configure(
-        json=None if args.log_format is None else args.log_format == "json", level=args.log_level
-    )
     try:
+        level = _log_level(args)
+        configure(json=None if args.log_format is None else args.log_format == "json", level=level)
         code: int = args.func(args)
+        sys.stdout.flush()  # inside the try: a closed pipe shows here for buffered output
+    except BrokenPipeError:
+        return _closed_pipe()
     except AaError as exc:
         print(f"aa: error: {exc}", file=sys.stderr)
         return 2
@@ -94,7 +124,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (KafkaError, OSError, TimeoutError) as exc:
         # A cluster failed mid-command (the commands probe the DCs they need first, so this is
         # a DC going away meanwhile, or a local resource): one line, the traceback on DEBUG.
-        if (args.log_level or "").upper() == "DEBUG":
+        if (level or "").upper() == "DEBUG":
             raise
         print(
             f"aa: error: {type(exc).__name__}: {exc}: check that the DCs in --config are "

@@ -9,7 +9,7 @@ from typing import Any
 
 import orjson
 
-from aa.cli.options import topology_command
+from aa.cli.options import group_option, topology_command
 from aa.cli.reach import known_dc, require_reachable
 from aa.config import load_config
 from aa.failover.plan import render
@@ -21,7 +21,7 @@ def register(sub: Any) -> None:
     p = sub.add_parser("offsets", help="offset syncs and translation")
     inner = p.add_subparsers(dest="offsets_command", metavar="SUBCOMMAND", required=True)
     t = topology_command(inner, "translate", "translate a group's committed offsets between DCs")
-    t.add_argument("--group", required=True)
+    group_option(t, "the application's consumer group whose offsets to translate")
     t.add_argument("--from", dest="source", required=True, help="the DC the group ran in")
     t.add_argument("--to", dest="target", required=True, help="the DC to translate into")
     t.add_argument("--json", action="store_true", help="print JSON")

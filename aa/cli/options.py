@@ -2,13 +2,26 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
+
+_ROLE = re.compile(r":[a-z]+:`([^`]*)`")
+_LITERAL = re.compile(r"``([^`]*)``|`([^`]*)`")
+
+
+def plain(text: str | None) -> str | None:
+    """A docstring as `--help` shows it: reStructuredText roles and literals (``aa plan``,
+    :func:`x`) become their plain words."""
+    if text is None:
+        return None
+    text = _ROLE.sub(lambda m: m.group(1).lstrip("~").rsplit(".", 1)[-1], text)
+    return _LITERAL.sub(lambda m: m.group(1) or m.group(2), text)
 
 
 def topology_command(sub: Any, name: str, summary: str, description: str | None = None) -> Any:
     """The parser of subcommand ``name`` of ``sub``, with the ``--config FILE`` it reads."""
-    p = sub.add_parser(name, help=summary, description=description)
+    p = sub.add_parser(name, help=plain(summary), description=plain(description))
     p.add_argument(
         "--config",
         type=Path,
@@ -16,3 +29,8 @@ def topology_command(sub: Any, name: str, summary: str, description: str | None 
         help="topology file: aa YAML (.yaml/.yml) or MirrorMaker 2 dedicated-mode .properties",
     )
     return p
+
+
+def group_option(p: Any, what: str = "the consumer group") -> None:
+    """``--group G``: an application's consumer group."""
+    p.add_argument("--group", required=True, metavar="GROUP", help=what)

@@ -20,7 +20,9 @@ def register(subparsers: Any) -> None:
     p = topology_command(
         subparsers, "plan", "print the flows and the topics each will copy", __doc__
     )
-    p.add_argument("--dc", default=None, help="only the flows into this DC (what `aa run` runs)")
+    p.add_argument(
+        "--dc", default=None, help="only the flows into this DC (what aa run --dc DC runs)"
+    )
     p.add_argument(
         "--offline",
         action="store_true",

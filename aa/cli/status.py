@@ -47,7 +47,7 @@ def register(sub: Any) -> None:
         action="append",
         default=[],
         metavar="DC=URL",
-        help="where DC's `aa run` serves /metrics and /healthz, e.g. NYC=http://10.0.0.5:9464 "
+        help="where DC's aa run serves /metrics and /healthz, e.g. NYC=http://10.0.0.5:9464 "
         "(repeatable)",
     )
     p.add_argument("--json", action="store_true", help="print JSON (one document)")
