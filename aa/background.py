@@ -193,7 +193,11 @@ def background_tasks(
             tasks.append(
                 BackgroundTask(f"checkpoints:{s.name}", task.run, needs(s.source, s.target))
             )
-    names = [s.name for s, _ in flows]
-    lag = partial(export_lag, topology, names, metrics)
-    tasks.append(BackgroundTask("lag", lag, needs(*(s.source for s, _ in flows))))
+    # one lag loop per flow: a flow whose DC is down backs off alone, the others' lag stays fresh
+    for s, _ in flows:
+        lag = partial(export_lag, topology, [s.name], metrics)
+        eos = s.delivery == "exactly-once"  # its position is stored on the target
+        tasks.append(
+            BackgroundTask(f"lag:{s.name}", lag, needs(s.source, *([s.target] if eos else [])))
+        )
     return tasks

@@ -6,6 +6,9 @@ import re
 from pathlib import Path
 from typing import Any
 
+from aa.config import Topology
+from aa.errors import AaError
+
 _ROLE = re.compile(r":[a-z]+:`([^`]*)`")
 _LITERAL = re.compile(r"``([^`]*)``|`([^`]*)`")
 
@@ -34,3 +37,18 @@ def topology_command(sub: Any, name: str, summary: str, description: str | None 
 def group_option(p: Any, what: str = "the consumer group") -> None:
     """``--group G``: an application's consumer group."""
     p.add_argument("--group", required=True, metavar="GROUP", help=what)
+
+
+def flow_option(value: str | None, topology: Topology) -> str | None:
+    """A ``--flow A->B`` value, refused with the fix when the shell cut it: unquoted, ``>`` is
+    a redirection (``--flow SF->NYC`` passes ``SF-`` and writes a file named ``NYC``)."""
+    if value is None or not value.rstrip().endswith("-"):
+        return value
+    source = value.rstrip()[:-1]
+    flows = [f"'{f.name}'" for f in topology.flows if f.source == source] or [
+        f"'{f.name}'" for f in topology.flows
+    ]
+    raise AaError(
+        f"--flow {value}: the shell took '>' for a redirection (and wrote what followed it into a "
+        f"file of that name): quote the flow, one of {', '.join(flows)}"
+    )

@@ -44,18 +44,25 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+OFFLINE_HINT = "or pass --offline to plan without them"
+
+
 async def list_topics(
-    topology: Topology, dcs: list[str], timeout_s: float = CONNECT_TIMEOUT_S
+    topology: Topology,
+    dcs: list[str],
+    timeout_s: float = CONNECT_TIMEOUT_S,
+    hint: str = OFFLINE_HINT,
 ) -> TopicListing:
-    """Topic name -> partition count in each of ``dcs``; every unreachable DC is named."""
-    await require_reachable(topology, dcs, "or pass --offline to plan without them", timeout_s)
+    """Topic name -> partition count in each of ``dcs``; every unreachable DC is named (with
+    ``hint``)."""
+    await require_reachable(topology, dcs, hint, timeout_s)
     with quiet_client_logs():
         results = await asyncio.gather(
             *(_topics(topology, dc, timeout_s) for dc in dcs), return_exceptions=True
         )
     failed = [str(r) for r in results if isinstance(r, BaseException)]
     if failed:
-        raise ClusterUnreachableError("; ".join(failed) + " (pass --offline to plan without them)")
+        raise ClusterUnreachableError("; ".join(failed) + f" ({hint})")
     return {dc: r for dc, r in zip(dcs, results, strict=True) if isinstance(r, dict)}
 
 

@@ -5,13 +5,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import signal
+from collections.abc import Coroutine, Sequence
 from typing import Any
 
 from aa.background import LAG_READ_SLACK_S, BackgroundTask, background_tasks
 from aa.cli.catchup import CatchUp, catch_up_task
-from aa.cli.options import topology_command
-from aa.config import load_config
-from aa.config.client import preflight
+from aa.cli.options import flow_option, topology_command
+from aa.cli.plan import list_topics
+from aa.config import Flow, Topology, load_config
 from aa.errors import AaError
 from aa.lag import holds_heartbeats
 from aa.logs import get_logger
@@ -21,6 +22,9 @@ from aa.mirror.supervisor import Supervisor
 from aa.observe.admin import TOKEN_ENV, AdminApi, token_from
 from aa.observe.http import MetricsServer
 from aa.observe.metrics import Metrics
+from aa.policy.plan import build_plan
+
+log = get_logger("aa.run")
 
 
 def register(sub: Any) -> None:
@@ -43,14 +47,25 @@ def register(sub: Any) -> None:
     p.set_defaults(func=_run)
 
 
+INTERRUPTED = 130
+"""Exit code after Ctrl-C (SIGINT); SIGTERM, the way services are stopped, exits 0."""
+
+START_HINT = (
+    "aa run needs every DC of its flows to answer when it starts (once started, a DC that goes "
+    "away is waited out); to run the other flows meanwhile, start aa run --flow 'A->B' for "
+    "flows between DCs that answer"
+)
+
+
 def _run(args: argparse.Namespace) -> int:
     topology = load_config(args.config)
-    selected = select_flows(topology, dc=args.dc, flow=args.flow)
+    selected = select_flows(topology, dc=args.dc, flow=flow_option(args.flow, topology))
     flows = build_flows(topology, selected)  # a budget too small for them fails here, offline
-    # a refused login or certificate is reported once here, not retried by the supervisor
-    dcs = sorted({f.source for f in selected} | {f.target for f in selected})
-    if not asyncio.run(_preflight_unless_stopped([topology.datacenter(dc) for dc in dcs])):
-        return 0  # SIGTERM/SIGINT before anything started: nothing to finish
+    # a DC that never answered (wrong address or port, TLS or SASL refused) is one error now,
+    # not a flow retrying "Unable to bootstrap" forever
+    stopped = asyncio.run(_unless_stopped(check_start(topology, selected)))
+    if stopped is not None:  # a stop signal before anything started: nothing to finish
+        return INTERRUPTED if stopped == signal.SIGINT else 0
     return asyncio.run(
         serve(
             topology,
@@ -62,29 +77,49 @@ def _run(args: argparse.Namespace) -> int:
     )
 
 
-async def _preflight_unless_stopped(dcs: list[Any]) -> bool:
-    """Run :func:`preflight`; False when a stop signal arrived first (a process stopped while
-    it starts exits 0 like one stopped while it runs, not killed by the default handler)."""
-    loop = asyncio.get_running_loop()
-    task = asyncio.ensure_future(preflight(dcs))
-    stopped = False
+async def check_start(topology: Topology, selected: Sequence[Flow]) -> None:
+    """Every DC of ``selected`` answers (else one error naming each one that does not); an
+    include pattern that copies no topic of a flow's source is named in a warning (a typo, or
+    a topic not created yet: the flow copies it once it exists)."""
+    dcs = sorted({f.source for f in selected} | {f.target for f in selected})
+    listing = await list_topics(topology, dcs, hint=START_HINT)
+    for fp in build_plan(topology, listing).flows:
+        if fp.flow in selected and fp.idle:
+            log.warning(
+                "topic_pattern_matches_nothing",
+                flow=fp.flow.name,
+                source=fp.flow.source,
+                patterns=list(fp.idle),
+                detail=f"no topic in {fp.flow.source} matches yet: a topic created later is "
+                "copied; if none will be, fix topics.include (aa plan shows what each flow "
+                "copies)",
+            )
 
-    def stop() -> None:
+
+async def _unless_stopped(check: Coroutine[Any, Any, None]) -> int | None:
+    """Run ``check``; the signal that stopped it first (SIGTERM or SIGINT), else None (a
+    process stopped while it starts exits like one stopped while it runs, not killed by the
+    default handler)."""
+    loop = asyncio.get_running_loop()
+    task = asyncio.ensure_future(check)
+    stopped: int | None = None
+
+    def stop(sig: int) -> None:
         nonlocal stopped
-        stopped = True
+        stopped = sig
         task.cancel()
 
     for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop)
+        loop.add_signal_handler(sig, stop, sig)
     try:
         await task
     except asyncio.CancelledError:
-        if not stopped:
+        if stopped is None:
             raise
     finally:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(sig)
-    return not stopped
+    return stopped
 
 
 async def serve(
@@ -95,7 +130,6 @@ async def serve(
     *,
     selection: dict[str, str | None] | None = None,
 ) -> int:
-    log = get_logger("aa.run")
     metrics = Metrics()
     supervisor = Supervisor(flows, metrics, shutdown_timeout_s=shutdown_timeout)
     chosen = selection or {"dc": None, "flow": None}
@@ -135,5 +169,7 @@ async def serve(
         await supervisor.run()
     finally:
         await server.close()
+    if supervisor.stopped_by == signal.SIGINT:
+        return INTERRUPTED
     failed = [n for n, st in supervisor.states.items() if st.state == "failed"]
     return 1 if failed else 0

@@ -191,7 +191,7 @@ class MetricsEndpoint:
     lag_interval_s: float = setting(10.0, Number())
     """how often `aa run` reads committed lag for `aa_committed_lag_*`; a read without an answer
     after the interval + 5 s fails and is counted in
-    `aa_background_task_failures_total{task="lag"}`
+    `aa_background_task_failures_total{task="lag:<flow>"}`
     """
 
 

@@ -105,8 +105,12 @@ class Supervisor:
         (:class:`aa.background.BackgroundTask`) for their metrics and `/healthz` entry."""
         self.task_states: dict[str, FlowState] = {}
         self._live: dict[str, MirrorFlow] = {}
+        self.stopped_by: int | None = None
+        """The signal that stopped the process (SIGINT makes `aa run` exit 130), if one did."""
 
-    def stop(self) -> None:
+    def stop(self, sig: int | None = None) -> None:
+        if sig is not None and self.stopped_by is None:
+            self.stopped_by = sig
         self.stopping.set()
         for stop in self._stops.values():
             stop.set()
@@ -188,7 +192,7 @@ class Supervisor:
         loop = asyncio.get_running_loop()
         if install_signals:
             for sig in (signal.SIGTERM, signal.SIGINT):
-                loop.add_signal_handler(sig, self.stop)
+                loop.add_signal_handler(sig, self.stop, sig)
             loop.add_signal_handler(signal.SIGUSR1, dump_tasks, "SIGUSR1")
             loop.add_signal_handler(signal.SIGHUP, self._reload_on_signal)
         try:

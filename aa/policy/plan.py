@@ -7,6 +7,7 @@ fetched, or ``None`` for an offline plan (flows and patterns only). ``aa plan`` 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -52,6 +53,9 @@ class FlowPlan:
     """``None`` in an offline plan."""
     skipped: tuple[tuple[str, str], ...] = ()
     """(topic, reason) of source topics not copied (internal topics left out)."""
+    idle: tuple[str, ...] = ()
+    """Include patterns that copy no topic of the source now (a typo, or a topic not created
+    yet: the flow picks it up once it exists)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,9 +121,21 @@ def build_plan(
                 routes.origins_carried(flow.source, flow.target),
                 None if copies is None else tuple(copies),
                 tuple(skipped),
+                () if copies is None else _idle(sel, filt.include, copies),
             )
         )
     return Plan(topology, tuple(plans), tuple(warnings))
+
+
+def _idle(sel: TopicSelector, include: tuple[str, ...], copies: list[TopicCopy]) -> tuple[str, ...]:
+    """The patterns of ``include`` that no copied topic matches (by its name, or in prefix mode
+    by its name without the DC prefix, as the selector matches it)."""
+    names = []
+    for c in copies:
+        names.append(c.source_topic)
+        if sel.prefix and (up := sel.policy.upstream_topic(c.source_topic)) is not None:
+            names.append(up)
+    return tuple(p for p in include if not any(re.fullmatch(p, n) for n in names))
 
 
 def render(plan: Plan, *, show_file: bool = True) -> str:
@@ -150,8 +166,11 @@ def render(plan: Plan, *, show_file: bool = True) -> str:
         if fp.copies is None:
             lines.append(f"    subscription: {fp.subscription}")
             continue
-        if not fp.copies:
-            lines.append("    (no matching topic in the source yet)")
+        if fp.idle:
+            lines.append(
+                f"    ! no topic in {fp.flow.source} matches {', '.join(fp.idle)} (yet: a topic "
+                "created later is copied; else check the pattern)"
+            )
         for c in fp.copies:
             state = "new" if c.target_partitions is None else f"{c.target_partitions}p"
             note = "  ! by key hash" if c.by_key_hash else ""

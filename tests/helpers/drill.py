@@ -301,6 +301,14 @@ class Sample:
             if n == name and all(have.get(k) == want for k, want in labels.items())
         )
 
+    def lag_read_failures(self) -> float:
+        """Failed committed-lag reads, summed over the flows (one ``lag:<flow>`` task each)."""
+        return sum(
+            v
+            for n, have, v in self.series
+            if n == TASK_FAILURES and have.get("task", "").startswith("lag:")
+        )
+
     def has(self, name: str, **labels: str) -> bool:
         return any(
             n == name and all(have.get(k) == want for k, want in labels.items())

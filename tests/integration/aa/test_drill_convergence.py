@@ -67,7 +67,7 @@ async def _write_events(
 
 
 def _lag_read_failures(s: drill.Sample | None) -> float:
-    return 0.0 if s is None else s.total(drill.TASK_FAILURES, task="lag")
+    return 0.0 if s is None else s.lag_read_failures()
 
 
 async def _read_events(bootstrap: str, topic: str) -> list[Event]:

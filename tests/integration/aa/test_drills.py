@@ -113,7 +113,7 @@ class Mirror:
 
     @staticmethod
     def lag_read_failures(s: drill.Sample) -> float:
-        return s.total(drill.TASK_FAILURES, task="lag")
+        return s.lag_read_failures()
 
 
 _STARTED: list[AaProcess] = []

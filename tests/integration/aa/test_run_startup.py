@@ -1,15 +1,21 @@
-"""`aa run` stopped while it is still starting (its first connection hangs) exits 0."""
+"""`aa run` at start: a DC that never answered is refused naming its bootstrap, a pattern that
+matches no topic is named, a stop signal while it starts or runs exits 0 (SIGTERM) or 130
+(SIGINT)."""
 
 from __future__ import annotations
 
+import re
 import signal
+import socket
+from collections.abc import Callable
 from pathlib import Path
 
+import orjson
 import pytest
 
 from tests.conftest import DcCluster, _free_ports
 from tests.helpers.cli import aa_cli
-from tests.helpers.kafka import eventually
+from tests.helpers.kafka import create_topic, eventually
 from tests.helpers.processes import AaProcess, write_topology
 from tests.helpers.tcp_proxy import TcpProxy
 
@@ -54,3 +60,99 @@ async def test_two_dcs_that_reach_the_same_cluster_are_refused_at_start_naming_b
     message = result.err + result.out
     assert "datacenters.LON and datacenters.SF reach the same Kafka cluster" in message, message
     assert "fix datacenters.LON.bootstrap or datacenters.SF.bootstrap" in message, message
+
+
+async def test_a_target_dc_that_never_answered_is_refused_at_start_naming_its_bootstrap(
+    tmp_path: Path, dc_clusters: dict[str, DcCluster]
+) -> None:
+    """Issue 35, item 1: with its own DC's port wrong, `aa run` logged `mirror_started` and
+    retried `Unable to bootstrap` forever. At start, a DC that never answered is one line
+    naming `datacenters.X.bootstrap`, exit 2."""
+    [wrong] = _free_ports(1)
+    config = write_topology(
+        tmp_path / "t.yaml",
+        {"SF": dc_clusters["SF"].bootstrap, "NYC": f"127.0.0.1:{wrong}"},
+        flows=["SF->NYC"],
+    )
+    result = await aa_cli(
+        "run", "--config", str(config), "--dc", "NYC", "--metrics-port", "0", timeout=90
+    )
+    assert result.code == 2, result
+    [line] = [x for x in result.err.splitlines() if x.strip()]
+    assert line.startswith("aa: error: DC NYC at 127.0.0.1:"), line
+    assert "datacenters.NYC.bootstrap" in line, line
+    assert "DC SF" not in line, line  # SF answered
+    assert "mirror_started" not in result.out + result.err, result
+
+
+async def test_run_with_its_metrics_port_taken_names_the_port_exit_2(
+    tmp_path: Path, dc_clusters: dict[str, DcCluster]
+) -> None:
+    config = write_topology(
+        tmp_path / "t.yaml",
+        {"SF": dc_clusters["SF"].bootstrap, "NYC": dc_clusters["NYC"].bootstrap},
+        flows=["SF->NYC"],
+    )
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = str(held.getsockname()[1])
+        result = await aa_cli(
+            "run", "--config", str(config), "--dc", "NYC", "--metrics-port", port, timeout=90
+        )
+    assert result.code == 2, result
+    lines = [x for x in result.err.splitlines() if x.startswith("aa: error")]
+    assert len(lines) == 1, result.err
+    assert port in lines[0], lines
+    assert "--metrics-port" in lines[0], lines
+
+
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 0)])
+async def test_ctrl_c_exits_130_and_sigterm_0_once_running(
+    tmp_path: Path, dc_clusters: dict[str, DcCluster], sig: signal.Signals, code: int
+) -> None:
+    """Issue 35, item 4: Ctrl-C of `aa run` exited 0; the docs say 130 (interrupted). SIGTERM,
+    how a service manager stops it, is a normal stop: 0."""
+    config = write_topology(
+        tmp_path / "t.yaml",
+        {"SF": dc_clusters["SF"].bootstrap, "NYC": dc_clusters["NYC"].bootstrap},
+        flows=["SF->NYC"],
+    )
+    proc = AaProcess(
+        ["run", "--config", str(config), "--dc", "NYC", "--metrics-port", "0"],
+        tmp_path / "aa.log",
+    )
+    try:
+        await eventually(lambda: "mirror_started" in proc.output(), timeout=90, message="start")
+        proc.proc.send_signal(sig)
+        got = proc.proc.wait(60)
+    finally:
+        proc.stop()
+    assert got == code, proc.output()[-2000:]
+    assert "shutdown_complete" in proc.output()
+
+
+async def test_an_include_pattern_matching_no_topic_is_named_at_start(
+    tmp_path: Path, dc_clusters: dict[str, DcCluster], unique_name: Callable[[str], str]
+) -> None:
+    """Issue 35, item 7: `aa run` with a mistyped include pattern copied nothing, silently."""
+    topic = await create_topic(dc_clusters["SF"].bootstrap, unique_name("users"))
+    typo = topic + "z"
+    config = write_topology(
+        tmp_path / "t.yaml",
+        {"SF": dc_clusters["SF"].bootstrap, "NYC": dc_clusters["NYC"].bootstrap},
+        flows=["SF->NYC"],
+        topics=[re.escape(typo), re.escape(topic)],
+    )
+    proc = AaProcess(
+        ["run", "--config", str(config), "--dc", "NYC", "--metrics-port", "0"],
+        tmp_path / "aa.log",
+    )
+    try:
+        await eventually(lambda: "mirror_started" in proc.output(), timeout=90, message="start")
+    finally:
+        proc.stop()
+    [line] = [x for x in proc.output().splitlines() if "topic_pattern_matches_nothing" in x]
+    event = orjson.loads(line)
+    assert (event["flow"], event["source"], event["level"]) == ("SF->NYC", "SF", "warning")
+    assert event["patterns"] == [re.escape(typo)], event

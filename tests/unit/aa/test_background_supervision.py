@@ -325,3 +325,61 @@ async def test_background_task_refused_by_an_acl_stops_once_instead_of_restartin
     assert "TopicAuthorizationFailedError('heartbeats')" in (state.last_error or "")
     [stopped] = [e for e in logs if e["event"] == "background_task_stopped_restarting"]
     assert stopped["error"] == state.last_error
+
+
+async def test_a_flow_whose_lag_cannot_be_read_leaves_the_other_flows_lag_fresh(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 35, item 1: once one DC's lag could not be read, the whole lag loop backed off (up
+    to 60 s) and the lag of the healthy flows went stale with it. Each flow's lag is read by
+    its own supervised loop: LON down leaves SF->NYC's figure refreshed every interval."""
+    from aa import background
+    from aa.background import background_tasks
+    from aa.config import read_yaml
+    from aa.lag import PartitionLag
+    from aa.mirror.build import build_flows
+
+    reads = {"SF->NYC": 0, "LON->NYC": 0}
+
+    class HalfDownReader:
+        def __init__(self, topology: object) -> None:
+            self.topology = topology
+
+        async def flow_lag(self, flow: object) -> list[PartitionLag]:
+            reads[flow.name] += 1  # type: ignore[attr-defined]
+            if flow.source == "LON":  # type: ignore[attr-defined]
+                raise KafkaConnectionError("LON is down")
+            return [PartitionLag("SF->NYC", "orders", 0, 10, 3, 1.0)]
+
+        async def close(self) -> None:
+            return None
+
+    monkeypatch.setattr(background, "LagReader", HalfDownReader)
+    topology = read_yaml(
+        "datacenters: {SF: '127.0.0.1:1', NYC: '127.0.0.1:2', LON: '127.0.0.1:3'}\n"
+        "flows: ['SF->NYC', 'LON->NYC']\n"
+        "heartbeats: {enabled: false}\ncheckpoints: {enabled: false}\n"
+        "metrics: {lag_interval_s: 0.01}\n"
+    )
+    metrics = Metrics()
+    flows = build_flows(topology, topology.flows)
+
+    async def down(client: object) -> bool:
+        return False
+
+    # a failed loop waits an hour before its restart: only a loop of its own keeps SF->NYC fresh
+    sup = Supervisor([], metrics, backoff=Backoff(initial_s=3600, max_s=3600), answers=down)
+    sup.extra_tasks += background_tasks(topology, flows, metrics)
+    runner = asyncio.create_task(sup.run(install_signals=False))
+    try:
+        await _until(lambda: reads["SF->NYC"] > 5 * max(1, reads["LON->NYC"]))
+        tasks = sup.health()[1]["tasks"]
+    finally:
+        sup.stop()
+        await runner
+    assert reads["LON->NYC"] == 1, reads  # failed once, waiting out its backoff
+    assert tasks["lag:LON->NYC"]["state"] == "backoff", tasks
+    assert "LON is down" in tasks["lag:LON->NYC"]["last_error"], tasks
+    assert tasks["lag:SF->NYC"]["state"] == "running", tasks
+    page = metrics.render().decode()
+    assert 'aa_background_task_failures_total{task="lag:LON->NYC"} 1.0' in page, page

@@ -42,6 +42,22 @@ def test_plan_lists_copies_and_says_fewer_partitions_grow() -> None:
     assert "1 other topic(s) do not match" in text
 
 
+def test_plan_names_the_include_pattern_that_matches_no_topic() -> None:
+    """Issue 35, item 7: a pattern matching nothing (a typo: `userz`) was shown as "no matching
+    topic in the source yet", without saying which pattern; with another pattern matching, not
+    at all. Prefix mode matches the name without its DC prefix, as the mirror does."""
+    t = read_yaml(DCS + "topics: [userz, 'orders\\..*']\n")
+    listing = {"SF": {"users": 3, "orders.eu": 3}, "NYC": {}, "LON": {}}
+    [lon, sf] = build_plan(t, listing, dc="NYC").flows
+    assert sf.idle == ("userz",)
+    assert lon.idle == ("userz", "orders\\..*")
+    text = render(build_plan(t, listing, dc="NYC"))
+    assert "! no topic in SF matches userz" in text, text
+    prefixed = read_yaml(DCS + "topics: [users]\nloop_prevention: prefix\n")
+    [_, sf] = build_plan(prefixed, {"SF": {"SF.users": 1}, "NYC": {}, "LON": {}}, dc="NYC").flows
+    assert sf.idle == ()
+
+
 def test_plan_warns_about_dcs_an_origin_never_reaches() -> None:
     t = read_yaml(DCS + "flows: {hub-and-spoke: {hub: NYC, direction: inbound}}\n")
     plan = build_plan(t)
