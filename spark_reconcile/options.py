@@ -36,10 +36,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--since",
         default=None,
-        help="window start: ISO-8601, epoch ms, or a duration before now (24h); "
-        "default: where the last run stopped (the state file)",
+        help="window start: ISO 8601 with a zone, epoch ms, now, or a time before now (24h, "
+        "-24h, now-24h); default: where the last run stopped (the state file)",
     )
-    p.add_argument("--until", default="now", help="window end (exclusive); default now")
+    p.add_argument(
+        "--until", default="now", help="window end (exclusive), written like --since; default now"
+    )
     p.add_argument("--out", default="reconcile-out", help="output folder (default reconcile-out)")
     p.add_argument("--state", default=None, help="state file (default OUT/state.json)")
     p.add_argument("--repair", action="store_true", help="re-publish missing records")

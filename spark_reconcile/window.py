@@ -8,15 +8,10 @@ partition, so a copy written late, or a repaired record, is still seen.
 
 from __future__ import annotations
 
-import re
-import time
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
+from aa import times
 from spark_reconcile.errors import ReconcileError
-
-_RELATIVE = re.compile(r"^-?(\d+)([smhd])$")
-_UNIT_MS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,35 +36,17 @@ class Window:
 
 
 def parse_time(text: str, *, now_ms: int | None = None, option: str = "--since") -> int:
-    """Epoch ms from ``now``, an epoch in ms, an ISO-8601 time (UTC unless it says otherwise)
-    or a duration before now (``24h``, ``-30m``, ``7d``)."""
-    now = int(time.time() * 1000) if now_ms is None else now_ms
-    t = text.strip()
-    if t == "now":
-        return now
-    if t.isdigit():
-        return int(t)
-    m = _RELATIVE.match(t)
-    if m:
-        return now - int(m.group(1)) * _UNIT_MS[m.group(2)]
+    """Epoch ms of ``text``, written as every `aa` command takes a time (:mod:`aa.times`: ISO
+    8601 with a zone, epoch ms, ``now``, or a time before now such as ``24h``, ``-30m``)."""
     try:
-        dt = datetime.fromisoformat(t)
-    except ValueError:
-        raise ReconcileError(
-            f"{option} {text!r}: use now, epoch milliseconds, ISO-8601 "
-            "(2025-01-31T00:00:00Z) or a duration before now (24h, 30m, 7d)"
-        ) from None
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=UTC)
-    return int(dt.timestamp() * 1000)
+        return times.parse_time(text, option=option, now_ms=now_ms)
+    except times.TimeFormatError as exc:
+        raise ReconcileError(str(exc)) from None
 
 
 def parse_duration_ms(text: str, *, option: str = "--slack") -> int:
     """``10m``, ``30s``, ``1h`` or plain milliseconds."""
-    t = text.strip()
-    if t.isdigit():
-        return int(t)
-    m = _RELATIVE.match(t)
-    if not m or t.startswith("-"):
-        raise ReconcileError(f"{option} {text!r}: use milliseconds or a duration like 10m, 30s, 1h")
-    return int(m.group(1)) * _UNIT_MS[m.group(2)]
+    try:
+        return times.parse_duration_ms(text, option=option)
+    except times.TimeFormatError as exc:
+        raise ReconcileError(str(exc)) from None

@@ -4,17 +4,21 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeVar
 
+from aa.cli.groups import unknown_group_hint
 from aa.cli.options import group_option, topology_command
 from aa.cli.progress import working
 from aa.cli.reach import known_dc, require_reachable
 from aa.config import Topology, client_kwargs, load_config
 from aa.failover.failback import FailbackReport, failback_report
-from aa.failover.plan import Move, PlanError, committable, parse_time, render
+from aa.failover.plan import Move, PlanError, committable, render
 from aa.failover.plans import group_checkpoints, plan_at_time, plan_from_checkpoints
-from aa.offsets.groups import commit_group_offsets, group_offsets, group_state, list_groups
+from aa.offsets.groups import commit_group_offsets, group_offsets, group_state
+from aa.times import FORMS, iso, parse_time
+
+T = TypeVar("T")
 
 # What each word in a plan's ``basis`` column means (docs/operations.md, "Reading a plan").
 BASIS_LEGEND: tuple[tuple[str, str], ...] = (
@@ -29,7 +33,7 @@ BASIS_LEGEND: tuple[tuple[str, str], ...] = (
         "the partition holds records of several origin DCs; the smallest of their translated "
         "positions: no loss, some duplicates of the other origins' records",
     ),
-    ("time", "the first record at or after that time (CreateTime survives the copy)"),
+    ("time", "the first record at or after that time, UTC (CreateTime survives the copy)"),
     (
         "checkpoint",
         "read from the checkpoints stored in the target DC (works with the old DC down)",
@@ -55,9 +59,7 @@ def register(sub: Any) -> None:
     how.add_argument(
         "--translate", action="store_true", help="use the checkpoints stored in the target DC"
     )
-    how.add_argument(
-        "--at", metavar="TIME", help="offsets for a time: ISO 8601, epoch ms, -2m, now-90s"
-    )
+    how.add_argument("--at", metavar="TIME", help=f"offsets for a time: {FORMS}")
     p.add_argument("--topic", action="append", default=[], help="topics for --at (repeatable)")
     p.set_defaults(func=_failover)
 
@@ -92,7 +94,7 @@ async def _failover_plan(
     if args.translate:
         src, moves = await plan_from_checkpoints(topology, args.group, args.target, args.source)
         return f"group {args.group}: {src} -> {args.target} (checkpoints)", moves, True
-    ts = parse_time(args.at)
+    ts = parse_time(args.at, option="--at")
     topics = list(args.topic)
     checkpointed = False
     try:
@@ -102,7 +104,8 @@ async def _failover_plan(
     except PlanError:
         pass
     moves = await plan_at_time(topology, args.group, args.target, ts, topics)
-    return f"group {args.group}: -> {args.target} at {args.at} ({ts} ms)", moves, checkpointed
+    when = iso(ts) if iso(ts) == args.at else f"{iso(ts)} (--at {args.at})"
+    return f"group {args.group}: -> {args.target} at {when}", moves, checkpointed
 
 
 def legend(moves: Sequence[Move]) -> str:
@@ -120,6 +123,8 @@ def _print_plan(title: str, moves: Sequence[Move]) -> None:
 
 def _failover(args: argparse.Namespace) -> int:
     topology = load_config(args.config)
+    if args.at is not None:
+        parse_time(args.at, option="--at")  # a mistake is named before any connection
     known_dc(topology, args.target, "--to")
     if args.source is not None:
         known_dc(topology, args.source, "--from")
@@ -131,9 +136,29 @@ def _failover(args: argparse.Namespace) -> int:
         )
     )
     with working(f"reading checkpoints, offsets and the timestamp index in {args.target}"):
-        title, moves, checkpointed = asyncio.run(_failover_plan(topology, args))
+        title, moves, checkpointed = asyncio.run(_hinted(topology, args, _failover_plan))
     _print_plan(title, moves)
+    unseen = not checkpointed and all(m.current is None for m in moves)
+    hint = asyncio.run(unknown_group_hint(topology, args.target, args.group)) if unseen else None
+    if hint and not args.execute:
+        print(f"note: {args.target} has no group {args.group} yet; {hint}")
     return _maybe_execute(topology, args, moves, known=checkpointed)
+
+
+async def _hinted(
+    topology: Topology,
+    args: argparse.Namespace,
+    plan: Callable[[Topology, argparse.Namespace], Awaitable[T]],
+) -> T:
+    """``plan``; when it fails for a group the target DC does not know, the error says which
+    groups it knows and the closest name."""
+    try:
+        return await plan(topology, args)
+    except PlanError as exc:
+        hint = await unknown_group_hint(topology, args.target, args.group)
+        if hint is None:
+            raise
+        raise PlanError(f"{exc}; {hint}") from None
 
 
 async def _check_group_known(topology: Topology, dc: str, group: str) -> None:
@@ -143,12 +168,11 @@ async def _check_group_known(topology: Topology, dc: str, group: str) -> None:
         return
     if (await group_state(client, group)).state != "Dead":
         return
-    groups = await list_groups(client)
-    shown = ", ".join(groups[:10]) + (" ..." if len(groups) > 10 else "")
+    hint = await unknown_group_hint(topology, dc, group) or "it has committed offsets"
     raise PlanError(
         f"--group {group}: {dc} has no such group (no committed offsets, no checkpoints); "
-        f"known groups there: {shown or 'none'}. Check the name, or pass --create-group to "
-        "create it with this plan; nothing committed"
+        f"{hint}. Check the name, or pass --create-group to create it with this plan; nothing "
+        "committed"
     )
 
 

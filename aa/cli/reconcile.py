@@ -11,6 +11,7 @@ import argparse
 from typing import Any
 
 from aa.cli.progress import working
+from aa.times import parse_time
 
 DESCRIPTION = """\
 Check that the DCs converged. The job reads a time window of every DC's copies of the
@@ -54,7 +55,15 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from spark_reconcile.job import run_cli  # lazy: PySpark is loaded only for this command
+    # lazy: PySpark is loaded only for this command
+    from spark_reconcile.job import run_cli
+    from spark_reconcile.options import from_args
 
+    # a mistyped option (a time without a zone, a bad threshold) is one line before Spark starts,
+    # not a JSON log event and a second human line
+    from_args(args)
+    parse_time(args.until, option="--until")
+    if args.since is not None:
+        parse_time(args.since, option="--since")
     with working("reconcile: Spark reads every DC and compares (each stage is logged)"):
         return run_cli(args)

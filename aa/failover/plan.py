@@ -1,19 +1,13 @@
-"""A per-partition plan for moving a group, its rendering, and time parsing (pure)."""
+"""A per-partition plan for moving a group, and its rendering (pure)."""
 
 from __future__ import annotations
 
-import re
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
 
 from aiokafka import TopicPartition
 
 from aa.errors import AaError
-
-_RELATIVE = re.compile(r"^(?:now)?-(\d+(?:\.\d+)?)(ms|s|m|h|d)$")
-_UNIT_S = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
 class PlanError(AaError):
@@ -33,27 +27,6 @@ class Move:
     @property
     def tp(self) -> TopicPartition:
         return TopicPartition(self.topic, self.partition)
-
-
-def parse_time(text: str, now_ms: int | None = None) -> int:
-    """Milliseconds since the epoch from ISO 8601 (``2026-11-22T19:00:00Z``), epoch
-    milliseconds, or a time relative to now (``-2m``, ``now-90s``)."""
-    now = int(time.time() * 1000) if now_ms is None else now_ms
-    t = text.strip()
-    if m := _RELATIVE.match(t):
-        return now - int(float(m.group(1)) * _UNIT_S[m.group(2)] * 1000)
-    if t.isdigit():
-        return int(t)
-    try:
-        dt = datetime.fromisoformat(t.replace("Z", "+00:00"))
-    except ValueError:
-        raise PlanError(
-            f"--at {text!r}: use ISO 8601 (2026-11-22T19:00:00Z), epoch milliseconds, or a "
-            "time before now such as -2m or now-90s"
-        ) from None
-    if dt.tzinfo is None:
-        raise PlanError(f"--at {text!r}: give a time zone (Z or +01:00)")
-    return int(dt.timestamp() * 1000)
 
 
 def render(title: str, moves: Sequence[Move]) -> str:

@@ -14,6 +14,7 @@ from aa.failover.plan import Move, PlanError
 from aa.lifecycle import started
 from aa.offsets.groups import group_offsets
 from aa.offsets.translate import PartitionPlan
+from aa.times import iso
 
 
 def sources_into(topology: Topology, target: str, source: str | None) -> list[str]:
@@ -121,12 +122,14 @@ async def plan_at_time(
                 first = await _timestamp_at(consumer, tp, begins[tp])
                 if first is not None and first > ts_ms:
                     raise PlanError(
-                        f"--at: {ts_ms} is before the retention start of {target} "
+                        f"--at: {iso(ts_ms)} is before the retention start of {target} "
                         f"{tp.topic}/{tp.partition} (oldest record held: offset {begins[tp]}, "
-                        f"timestamp {first}); records written since then were deleted. "
+                        f"written {iso(first)}); records written since then were deleted. "
                         "Choose a later time; nothing committed"
                     )
-            moves.append(Move(tp.topic, tp.partition, offset, current.get(tp), f"time {ts_ms}"))
+            moves.append(
+                Move(tp.topic, tp.partition, offset, current.get(tp), f"time {iso(ts_ms)}")
+            )
         return moves
     finally:
         await consumer.stop()

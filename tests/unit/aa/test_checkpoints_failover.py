@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from aa.checkpoints.model import Checkpoint, Checkpoints
-from aa.failover.plan import Move, PlanError, committable, parse_time, render
+from aa.failover.plan import Move, PlanError, committable, render
 from aa.heartbeat.model import Heartbeat, HeartbeatView
 from aa.provenance import MIRRORED_AT
 
@@ -40,18 +40,6 @@ def test_checkpoint_round_trip_and_per_group_listing() -> None:
     state.remember([_cp(1, 2, 1), cp])
     assert [c.partition for c in state.for_group("g")] == [0, 1]
     assert state.for_group("other") == []
-
-
-def test_parse_time_forms() -> None:
-    now = 1_000_000_000
-    assert parse_time("-2m", now) == now - 120_000
-    assert parse_time("now-90s", now) == now - 90_000
-    assert parse_time("1700000000000") == 1_700_000_000_000
-    assert parse_time("2023-11-14T22:13:20Z") == 1_700_000_000_000
-    with pytest.raises(PlanError, match="time zone"):
-        parse_time("2023-11-14T22:13:20")
-    with pytest.raises(PlanError, match="ISO 8601"):
-        parse_time("yesterday")
 
 
 def test_a_plan_with_an_unknown_partition_commits_nothing() -> None:

@@ -28,7 +28,6 @@ NOW = 1_700_000_000_000
         ("24h", NOW - 86_400_000),
         ("-30m", NOW - 1_800_000),
         ("2023-11-14T22:13:20Z", NOW),
-        ("2023-11-14T22:13:20", NOW),
         ("2023-11-14T23:13:20+01:00", NOW),
     ],
 )
@@ -36,7 +35,7 @@ def test_parse_time(text: str, ms: int) -> None:
     assert parse_time(text, now_ms=NOW) == ms
 
 
-@pytest.mark.parametrize("text", ["yesterday", "24x", ""])
+@pytest.mark.parametrize("text", ["yesterday", "24x", "", "2023-11-14T22:13:20"])
 def test_parse_time_rejects_naming_the_option(text: str) -> None:
     with pytest.raises(ReconcileError, match="--until"):
         parse_time(text, now_ms=NOW, option="--until")
