@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from aiokafka.errors import KafkaError
 
 from aa import __version__
+from aa.cli.options import plain
 from aa.errors import AaError
 from aa.logs import configure
 
@@ -59,7 +60,21 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(sub)
+    _plain_help(parser)
     return parser
+
+
+def _plain_help(parser: argparse.ArgumentParser) -> None:
+    """Every description and help text of ``parser`` and its subcommands as plain text (the
+    commands write them with reStructuredText literals: ``aa run``)."""
+    parser.description = plain(parser.description)
+    for action in parser._actions:
+        action.help = plain(action.help)
+        if isinstance(action, argparse._SubParsersAction):
+            for choice in action._choices_actions:
+                choice.help = plain(choice.help)
+            for sub in action.choices.values():
+                _plain_help(sub)
 
 
 # Options whose values may start with "-" (a time before now: ``--at -2m``); argparse would
