@@ -153,13 +153,16 @@ class Fetcher:
                 self.revoke_error = exc
                 self.ctx.clients.log.error("revoke_drain_failed", error=repr(exc))
 
-    async def moved_positions(self) -> dict[TopicPartition, int]:
-        """Positions that moved with no record returned: past transaction markers and aborted
-        records of a transactional source. Committing them lets lag reach 0 there; it is never
-        ahead, as every record before a position was returned and queued."""
+    async def moved_positions(self, batch: Batch) -> dict[TopicPartition, int]:
+        """Positions of partitions with no record in ``batch`` that moved with no record
+        returned: past transaction markers and aborted records of a transactional source (and
+        mirror-written batches skipped unread). Committing them lets lag reach 0 there; it is
+        never ahead, as every record before a position was returned and queued. A partition
+        with records in ``batch`` is left to the batch's own offsets (which stop at a refused
+        record), and moves at the next fetch that brings none of it."""
         moved = {}
         for tp in self.ctx.clients.consumer.assignment():
-            if self.ctx.clients.consumer.highwater(tp) is None:
+            if tp in batch or self.ctx.clients.consumer.highwater(tp) is None:
                 continue  # not fetched yet: no position worth committing
             position = await self.ctx.clients.consumer.position(tp)
             if position > self._queued.get(tp, -1):

@@ -330,17 +330,17 @@ class MirrorFlow:
             await self.control.throttle.spend(spent, stop)  # the rate limit: docs/operations.md
 
     async def _route(self, batch: Batch) -> Pending | None:
-        """The pending of an admitted batch; with no record, of the positions that moved past
-        transaction markers (``None`` when none did)."""
+        """The pending of an admitted batch, with the positions of the partitions it holds no
+        record of that moved past transaction markers (per partition: one busy partition
+        never holds another's back); ``None`` when there is neither."""
         assert self._fetcher is not None
-        if batch:
-            await self.delivery.before_forward()
-            return await self._forwarder.forward(batch)
-        moved = await self._fetcher.moved_positions()
-        if not moved:
+        moved = await self._fetcher.moved_positions(batch)
+        if not batch and not moved:
             return None
         await self.delivery.before_forward()
-        return Pending(offsets=moved)
+        pending = await self._forwarder.forward(batch) if batch else Pending()
+        pending.offsets.update(moved)  # partitions the batch holds no record of
+        return pending
 
     def on_assigned(self) -> None:
         """Partitions were assigned (aiokafka's rebalance listener): the per-partition fetch

@@ -69,6 +69,67 @@ async def test_transactional_source_commits_past_the_commit_marker(
         await eventually(lambda: lag._value.get() == 0, timeout=30, message="lag 0")
 
 
+async def test_transactional_partition_reaches_committed_lag_0_while_another_is_busy(
+    dc_clusters: dict[str, DcCluster], unique_name: Names
+) -> None:
+    """Issue 29 item 6: a partition ending in a commit marker stayed one behind for as long as
+    another partition kept every fetch non-empty (positions past markers were committed only
+    when a whole fetch came back empty): committed lag never reached 0 and ``aa failback
+    --execute`` was refused as "resync incomplete". Positions move past markers per partition.
+
+    Partition 1 is busy for the whole test: a backlog the flow copies at a rate limit (so every
+    fetch holds some of it, however fast the machine), and a record every 10 ms on top."""
+    sf, nyc = dc_clusters["SF"].bootstrap, dc_clusters["NYC"].bootstrap
+    topic = await create_topic(sf, unique_name("txbusy"), partitions=2)
+    backlog = 2000
+    # small source batches, fetched a few at a time: partition 0's records are not queued in
+    # the consumer behind the whole backlog (aiokafka returns a partition's buffer first)
+    records = [Rec(None, b"x" * 100, partition=1) for _ in range(backlog)]
+    await produce(sf, topic, records, max_batch_size=1024)
+    producer = AIOKafkaProducer(bootstrap_servers=sf, transactional_id=unique_name("app"))
+    await producer.start()
+    try:
+        async with producer.transaction():
+            for i in range(20):
+                await producer.send(topic, f"v{i}".encode(), key=b"k", partition=0)
+    finally:
+        await producer.stop()
+    group = unique_name("g")
+    busy = AIOKafkaProducer(bootstrap_servers=sf, linger_ms=0)
+    await busy.start()
+
+    async def every_10_ms() -> None:
+        for i in range(1_000_000):
+            await busy.send_and_wait(topic, f"b{i}".encode(), partition=1)
+            await asyncio.sleep(0.01)  # the load: a record every 10 ms
+
+    writer = asyncio.create_task(every_10_ms())
+    seen: list[dict[int, int | None]] = []
+
+    async def partition_0_done() -> bool:
+        seen.append(await committed(sf, group, topic, 2))
+        return seen[-1][0] == 21  # 20 records and the commit marker at offset 20
+
+    try:
+        # ~1 KB per fetch at 20 KB/s: the backlog alone keeps partition 1 busy ~10 s
+        settings = sf_to_nyc(
+            sf, nyc, group, max_poll_records=20, max_bytes_per_s=20_000,
+            max_partition_fetch_bytes=1024,
+        )  # fmt: skip
+        async with running_flow(settings, OriginOnlyRouter("SF", "NYC", exact(topic))) as (_, t):
+            await eventually(partition_0_done, timeout=120, message="partition 0 past its marker")
+            assert not t.done()
+        assert not writer.done()
+    finally:
+        writer.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await writer
+        await busy.stop()
+    busy_at = seen[-1][1]
+    assert busy_at is not None
+    assert busy_at < backlog, f"partition 1 was no longer busy: committed at {busy_at}"
+
+
 class _SlowFirstSubmit(MirrorFlow):
     """Holds its first produced batch until the group has rebalanced to two members (or 10 s
     passed, when the revoke waits for this batch): partitions are revoked while it routes."""

@@ -473,7 +473,7 @@ class Fetched:
     def queued(self, offsets: Any) -> None:
         return None
 
-    async def moved_positions(self) -> dict[TopicPartition, int]:
+    async def moved_positions(self, batch: Any) -> dict[TopicPartition, int]:
         return {}
 
 
