@@ -32,6 +32,8 @@ class Tuning:
     aa_memory_budget_mb: int | None = None
     """aa's ``tuning.memory_budget_mb`` (``None``: its default, 32 MiB per flow). It bounds what
     a flow holds between fetch and acknowledgement, and so the fetch sizes a catch-up runs at."""
+    aa_max_bytes_per_s: float | None = None
+    """aa's ``tuning.max_bytes_per_s``, the rate limit of each flow (``None``: none)."""
 
     def producer_props(self) -> dict[str, str]:
         """Java producer properties equal to aa's producer settings."""
@@ -80,6 +82,11 @@ def aa_topology(
             **(
                 {"memory_budget_mb": tuning.aa_memory_budget_mb}
                 if tuning.aa_memory_budget_mb is not None
+                else {}
+            ),
+            **(
+                {"max_bytes_per_s": tuning.aa_max_bytes_per_s}
+                if tuning.aa_max_bytes_per_s is not None
                 else {}
             ),
         },

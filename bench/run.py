@@ -59,6 +59,11 @@ def parser() -> argparse.ArgumentParser:
         type=int,
         help="aa's tuning.memory_budget_mb per flow (default: aa's own, 32)",
     )
+    p.add_argument(
+        "--aa-max-bytes-per-s",
+        type=float,
+        help="aa's tuning.max_bytes_per_s, each flow's rate limit in bytes/s (default: none)",
+    )
     p.add_argument("--aa-loop-prevention", default="headers", choices=["headers", "prefix"])
     p.add_argument(
         "--framed",
@@ -115,6 +120,7 @@ def main(argv: list[str] | None = None) -> Path:
     tuning = Tuning(
         batch_size=args.batch_size, linger_ms=args.linger_ms, compression=args.compression,
         mm2_tasks=args.mm2_tasks, aa_memory_budget_mb=args.aa_memory_budget_mb,
+        aa_max_bytes_per_s=args.aa_max_bytes_per_s,
     )  # fmt: skip
     logging.getLogger("aiokafka").setLevel(logging.ERROR)  # retries on fresh topics are noise
     started = datetime.now(UTC)

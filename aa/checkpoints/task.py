@@ -158,6 +158,10 @@ class CheckpointTask:
         self.emitted += len(out)
         if self.metrics is not None and out:
             self.metrics.checkpoints.labels(source=self.source, target=self.target).inc(len(out))
+            took = max(0.0, time.time() - now / 1000)  # from reading the offsets to the acks
+            latency = self.metrics.checkpoint_latency.labels(source=self.source, target=self.target)
+            for _ in out:
+                latency.observe(took)
         if out:
             self.log.info("checkpoints_written", count=len(out))
         if self.topology.checkpoints.apply:

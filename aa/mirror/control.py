@@ -24,6 +24,11 @@ from aa.errors import AaError
 
 TopicState = Literal["running", "paused", "failed"]
 
+TOPIC_RETRY_S = 10.0
+"""A failed topic is tried again this long after it failed, then twice as long each time..."""
+TOPIC_RETRY_MAX_S = 300.0
+"""...up to this (or at once on ``aa resume``)."""
+
 STOP_CHECK_S = 0.25
 """A flow held back by its rate limit looks this often whether it was asked to stop."""
 
@@ -162,6 +167,8 @@ class FlowControl:
         """Bumped by every change: a run re-applies the state to its consumer when it moved."""
         self.loaded = False
         """The stored pauses were read (once per process; a run waits for it)."""
+        self.retry_s = TOPIC_RETRY_S
+        self.retry_max_s = TOPIC_RETRY_MAX_S
 
     def _changed(self) -> None:
         self.version += 1
@@ -187,12 +194,15 @@ class FlowControl:
         self._changed()
         return lifted
 
-    def fail_topic(self, failure: TopicFailure, backoff_s: float) -> TopicFailure:
-        """Mark ``failure.topic`` failed: its partitions pause until ``backoff_s`` from now."""
+    def fail_topic(self, failure: TopicFailure) -> TopicFailure:
+        """Mark ``failure.topic`` failed: its partitions pause, and are tried again after
+        :attr:`retry_s` (doubling with each failed try, up to :attr:`retry_max_s`). The one
+        entry point for anything that fails a topic of the flow with a reason."""
         old = self.failures.get(failure.topic)
         if old is not None:
             failure.attempts, failure.since = old.attempts + 1, old.since
-        failure.retry_at = time.time() + backoff_s
+        backoff = min(self.retry_max_s, self.retry_s * 2 ** min(failure.attempts - 1, 32))
+        failure.retry_at = time.time() + backoff
         self.failures[failure.topic] = failure
         self._changed()
         return failure
@@ -271,9 +281,10 @@ class Applied:
         self.assignment: frozenset[TopicPartition] = frozenset()
         self.next_retry = float("inf")
 
-    def apply(self, control: FlowControl, consumer: Any) -> None:
+    def apply(self, control: FlowControl, consumer: Any) -> bool:
         """Pause in ``consumer`` the assigned partitions ``control`` blocks; resume the others
-        it paused before (a rebalance forgets pauses: the new assignment gets them again)."""
+        it paused before (a rebalance forgets pauses: the new assignment gets them again).
+        Whether anything was looked at again (the state or the assignment moved)."""
         now = time.time()
         assigned = frozenset(consumer.assignment())
         if (
@@ -281,7 +292,7 @@ class Applied:
             and assigned == self.assignment
             and now < self.next_retry
         ):
-            return
+            return False
         want = {tp for tp in assigned if control.blocks(tp, now)}
         paused = set(consumer.paused())
         if want - paused:
@@ -291,6 +302,7 @@ class Applied:
         self.version, self.assignment = control.version, assigned
         due = [f.retry_at for f in control.failures.values() if f.retry_at > now]
         self.next_retry = min(due, default=float("inf"))
+        return True
 
     def hold_back(self, control: FlowControl, consumer: Any, batch: dict[Any, Any]) -> None:
         """Take out of a fetched ``batch`` the partitions ``control`` blocks, each moved back

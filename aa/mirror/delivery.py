@@ -78,6 +78,11 @@ class Delivery(Protocol):
         """Drop records already copied (exactly-once resumes from the target's offsets)."""
         ...
 
+    def rewind(self, tp: TopicPartition, offset: int) -> None:
+        """``tp`` will be fetched again from ``offset``: its records from there on were not
+        copied (a failed topic, :mod:`aa.mirror.control`)."""
+        ...
+
     async def before_forward(self) -> None: ...
 
     async def watch(self, stop: asyncio.Event) -> None:
@@ -159,6 +164,9 @@ class AtLeastOnce:
             return {}
         consumer = self._clients.consumer
         return {tp: await consumer.committed(tp) for tp in tps}
+
+    def rewind(self, tp: TopicPartition, offset: int) -> None:
+        return None  # the group's position follows the commits, which stop at ``offset``
 
     def admit(self, batch: Batch) -> Batch:
         if self._ids is not None and self._clients is not None and self._clients.syncs is not None:

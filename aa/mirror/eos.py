@@ -175,6 +175,12 @@ class ExactlyOnce:
     async def resume_offsets(self, tps: list[TopicPartition]) -> dict[TopicPartition, int | None]:
         return {tp: self._next.get(tp) for tp in tps}
 
+    def rewind(self, tp: TopicPartition, offset: int) -> None:
+        """Records of ``tp`` from ``offset`` on were fetched but not copied (its topic
+        failed): they are admitted again when fetched again."""
+        if self._next.get(tp, offset) > offset:
+            self._next[tp] = offset
+
     def admit(self, batch: Batch) -> Batch:
         out: Batch = {}
         for tp, records in batch.items():

@@ -34,6 +34,7 @@ from aa.mirror.eos import ExactlyOnce
 from aa.mirror.errors import FlowError as FlowError  # re-exported: callers import it here
 from aa.mirror.errors import not_authorized
 from aa.mirror.expiry import ExpiryCheck
+from aa.mirror.failures import TopicFailures
 from aa.mirror.fetch import Fetcher, RevokeListener
 from aa.mirror.memory import MIN_PARTITION_FETCH, MemoryBudget, PartitionShare
 from aa.mirror.pending import Batch, Pending
@@ -282,6 +283,7 @@ class MirrorFlow:
         self._settler = Settler(ctx, target)
         self._committer = Committer(ctx, self._settler, target)
         self._expiry = ExpiryCheck(ctx)
+        self._failures = TopicFailures(ctx, self._placement)
 
     async def _fetch_loop(self, stop: asyncio.Event) -> None:
         """Room → fetch → admit → reserve → route → queue, one batch at a time, until ``stop``."""
@@ -289,8 +291,10 @@ class MirrorFlow:
         assert fetch is not None
         assert committer is not None
         while not stop.is_set():
-            if self._consumer is not None:  # paused partitions fetch nothing
-                self._applied.apply(self.control, self._consumer)
+            consumer = self._consumer  # paused partitions fetch nothing
+            if consumer is not None and self._applied.apply(self.control, consumer):
+                topics = {tp.topic for tp in self._applied.assignment}
+                self._failures.show_states(self.control, topics)
             await committer.room_for_a_fetch()  # what it takes is held in the share: memory.py
             generation, batch = await fetch.next_batch()
             spent = 0
@@ -317,11 +321,15 @@ class MirrorFlow:
                 if fetch.damage is not None:  # stop before a damaged source batch
                     pending = pending or Pending()
                     pending.malformed = pending.malformed or fetch.damage
+                if pending is not None and pending.failed:
+                    self._failures.failed(self.control, pending)
                 if pending is None:
                     await committer.unreserve(held)
                 else:
                     await committer.admit(pending, held)
                     fetch.queued(pending.offsets)
+                    if self.control.failures:
+                        self._failures.recovered(self.control, pending)
                     if pending.malformed is not None:
                         await committer.drain()
                         raise pending.malformed

@@ -12,6 +12,21 @@ from aiokafka import TopicPartition
 from aa.mirror.errors import FlowError
 
 Batch = dict[TopicPartition, list[Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class TopicRefusal:
+    """A record the target refuses for good (``on_error: fail``): its topic fails, not the
+    flow (:meth:`aa.mirror.control.FlowControl.fail_topic`); nothing of its partition is
+    committed past ``offset``."""
+
+    offset: int
+    kind: str
+    reason: str
+    target: str
+    """The target topic that refused it (its limits are read again before the retry)."""
+
+
 """A fetched batch: per source partition, its records in offset order."""
 
 
@@ -27,11 +42,16 @@ class Pending:
     """Per submitted batch: its delivery future, the source records it holds (in order, so
     the i-th record landed at the batch's base offset + i), the target topic and the source
     partition (fetched records carry no topic or partition: see :mod:`aa.mirror.batches`)."""
-    copied: Counter[str] = field(default_factory=Counter)
-    bytes: Counter[str] = field(default_factory=Counter)
+    copied: Counter[TopicPartition] = field(default_factory=Counter)
+    bytes: Counter[TopicPartition] = field(default_factory=Counter)
     timestamps: list[int] = field(default_factory=list)
+    fetched_ms: int = 0
+    """When it was routed (its records' age then: ``aa_record_age_seconds``)."""
     held_bytes: int = 0
     """Key and value bytes reserved for it in the flow's in-flight budget (released once
     settled)."""
+    failed: dict[TopicPartition, TopicRefusal] = field(default_factory=dict)
+    """Partitions stopped at a record refused for good (``on_error: fail``): ``offsets`` stop
+    at that record; the flow fails its topic and goes on with the others."""
     malformed: FlowError | None = None
     """Set when a refused record stops the flow (``on_error: fail``): ``offsets`` stop at it."""

@@ -22,9 +22,8 @@ from aiokafka import TopicPartition
 
 from aa.kafka.records import RawName
 from aa.mirror.context import StageContext
-from aa.mirror.errors import FlowError
 from aa.mirror.limits import SCREEN_SLACK, TargetLimits, headers_size
-from aa.mirror.pending import Batch, Pending
+from aa.mirror.pending import Batch, Pending, TopicRefusal
 from aa.mirror.placement import Placement
 from aa.mirror.refusals import FIXES, REFUSED
 from aa.mirror.restamp import (
@@ -94,8 +93,8 @@ class Forwarder:
 
     async def forward(self, batch: Batch) -> Pending:
         """Route a fetched batch and submit it; the :class:`Pending` the commit stage settles."""
-        pending = Pending()
         now_ms = int(time.time() * 1000)
+        pending = Pending(fetched_ms=now_ms)
         skipped: Counter[tuple[str, str]] = Counter()
         syncs = self.ctx.clients.syncs
         for tp, records in batch.items():
@@ -129,11 +128,15 @@ class Forwarder:
                 if slot[1]:
                     self._seal(slot, target, p, tp)
             if pending.malformed is not None:
-                break  # refused with on_error=fail: nothing after it in this batch
+                break  # damaged: nothing after it in this batch
+            if tp in pending.failed:  # refused with on_error=fail: its topic fails, not the flow
+                pending.copied[tp] += run.forwarded
+                pending.bytes[tp] += run.nbytes
+                continue
             after = next_offset(records)
             pending.offsets[tp] = after
-            pending.copied[tp.topic] += run.forwarded
-            pending.bytes[tp.topic] += run.nbytes
+            pending.copied[tp] += run.forwarded
+            pending.bytes[tp] += run.nbytes
             pending.timestamps.append(records[-1].timestamp)
             self.set_lag(tp, after)
         await self._submit(pending)
@@ -252,7 +255,7 @@ class Forwarder:
                     if refused is not None:
                         # The broker would refuse the whole batch holding it, and aiokafka's
                         # idempotent producer does not recover from that: refuse it here.
-                        if await self._refuse(pending, tp, r, refused.kind, refused.detail):
+                        if await self._refuse(pending, tp, r, refused.kind, refused.detail, target):
                             go_on = False
                             break
                         continue
@@ -282,7 +285,7 @@ class Forwarder:
             elif isinstance(route, Skip):
                 skipped[(tp.topic, route.reason)] += 1
             elif isinstance(route, Malformed) and await self._refuse(
-                pending, tp, r, "malformed-headers", route.error
+                pending, tp, r, "malformed-headers", route.error, target
             ):
                 go_on = False
                 break
@@ -334,23 +337,36 @@ class Forwarder:
                     pending.sends.append((fut, held, target, source))
 
     async def _refuse(
-        self, pending: Pending, tp: TopicPartition, record: Any, kind: str, detail: str
+        self,
+        pending: Pending,
+        tp: TopicPartition,
+        record: Any,
+        kind: str,
+        detail: str,
+        target: str,
     ) -> bool:
-        """A record the target must not get: dead-letter it, or (``on_error: fail``) stop the
-        flow before it. Returns whether the flow stops."""
+        """A record the target must not get: dead-letter it, or (``on_error: fail``) stop its
+        partition before it, and fail its topic (the flow goes on with the others). Returns
+        whether the partition stops."""
         s = self.ctx.settings
         self.ctx.metrics.errors.labels(**self.ctx.labels, kind=kind).inc()
         if s.on_error == "fail":
             pending.offsets[tp] = record.offset  # commit up to, not past, the refused one
             what = REFUSED.get(kind, "a record the target refuses")
-            fix = FIXES.get(kind, "fix the target topic's config, or")
-            pending.malformed = FlowError(
-                f"{s.name}: {what} in {tp.topic}/{tp.partition}@{record.offset}: {detail}; the "
-                f"flow stops before this record ({fix} set "
-                f"on_error: dead-letter to route such records to {s.dead_letter_topic} in "
-                f"{s.target})",
-                kind=kind,
-                retriable=False,
+            where = f"{tp.topic}/{tp.partition}@{record.offset}"
+            default_fix = (
+                "no retry copies it (`aa resume` the topic once its writer is fixed), or"
+                if kind == "malformed-headers"
+                else f"fix the target topic {s.target}/{target} (the topic resumes by itself, "
+                "or on `aa resume`), or"
+            )
+            fix = FIXES.get(kind, default_fix)
+            pending.failed[tp] = TopicRefusal(
+                record.offset,
+                kind,
+                f"{what} at {where}: {detail}; {fix} set on_error: dead-letter to route such "
+                f"records to {s.dead_letter_topic}",
+                target,
             )
             return True
         await self._submit(pending)  # the batches before it go first, as they were sealed

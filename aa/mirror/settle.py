@@ -50,16 +50,20 @@ class Settler:
         """Count the settled copies as replicated (exactly-once: once their transaction
         committed; see :meth:`discard_counts`)."""
         now = time.time()
-        hist = self.ctx.metrics.latency.labels(**self.ctx.labels)
+        m, labels = self.ctx.metrics, self.ctx.labels
+        hist, age = m.latency.labels(**labels), m.record_age.labels(**labels)
         for pending in self._uncounted:
             for ts in pending.timestamps:
                 hist.observe(max(0.0, now - ts / 1000))
-            for topic, n in pending.copied.items():
+                age.observe(max(0.0, (pending.fetched_ms - ts) / 1000))
+            for tp, n in pending.copied.items():
                 if n:
-                    self.ctx.metrics.records.labels(**self.ctx.labels, topic=topic).inc(n)
-                    self.ctx.metrics.bytes.labels(**self.ctx.labels, topic=topic).inc(
-                        pending.bytes[topic]
-                    )
+                    nbytes = pending.bytes[tp]
+                    topic, part = tp.topic, str(tp.partition)
+                    m.records.labels(**labels, topic=topic).inc(n)
+                    m.bytes.labels(**labels, topic=topic).inc(nbytes)
+                    m.partition_records.labels(**labels, topic=topic, partition=part).inc(n)
+                    m.partition_bytes.labels(**labels, topic=topic, partition=part).inc(nbytes)
                     self.copied_total += n
         self._uncounted.clear()
 

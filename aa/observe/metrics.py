@@ -2,7 +2,8 @@
 
 Names follow Prometheus conventions (``aa_`` prefix, base units, ``_total`` on counters) and
 MM2's meanings (record-count, record-age-ms, replication-latency-ms). Labels stay
-low-cardinality: source, target, topic, and partition only on the lag gauge.
+low-cardinality: source, target, topic; partition only on the lag gauges and the per-partition
+counts MM2 also exports.
 The hot path updates counters once per batch, not once per record.
 """
 
@@ -62,6 +63,36 @@ class Metrics:
             FLOW,
             buckets=LATENCY_BUCKETS,
             registry=self.registry,
+        )
+        self.partition_records = counter(
+            "aa_partition_records_replicated",
+            "Records copied and acknowledged, per source partition (MM2's record-count)",
+            PARTITION,
+        )
+        self.partition_bytes = counter(
+            "aa_partition_bytes_replicated",
+            "Key+value bytes copied and acknowledged, per source partition (MM2's byte-count)",
+            PARTITION,
+        )
+        self.record_age = Histogram(
+            "aa_record_age_seconds",
+            "Now minus the record's timestamp when the flow fetched it (MM2's record-age-ms)",
+            FLOW,
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.checkpoint_latency = Histogram(
+            "aa_checkpoint_latency_seconds",
+            "From reading a group's offsets in the source to the target acknowledging its "
+            "checkpoint (MM2's checkpoint-latency-ms)",
+            FLOW,
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.topic_state = gauge(
+            "aa_topic_state",
+            "1 for the state a topic of a flow is in (running, paused, failed), 0 for the others",
+            (*TOPIC, "state"),
         )
         self.lag = gauge(
             "aa_consumer_lag_records", "Source end offset minus the next offset to copy", PARTITION

@@ -189,3 +189,14 @@ async def resumes_without_copying_again(
     values = sorted(r.value.decode() for r in got)
     assert len(values) == 400, f"{len(values) - len(set(values))} copied twice"
     assert set(values) == {f"old-{i}" for i in range(300)} | {f"new-{i}" for i in range(100)}
+
+
+async def topic_failed(control: Any, topic: str, timeout: float = 60.0) -> Any:
+    """The :class:`~aa.mirror.control.TopicFailure` of ``topic`` once the flow whose
+    ``control`` this is failed it (a record the target refuses for good, ``on_error: fail``)."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while topic not in control.failures:
+        if asyncio.get_running_loop().time() > deadline:  # a polling deadline
+            raise AssertionError(f"{topic} did not fail within {timeout}s")
+        await asyncio.sleep(0.05)
+    return control.failures[topic]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 import socket
 from collections.abc import AsyncIterator, Callable
 
@@ -14,13 +15,20 @@ import pytest
 from aa.admin import ClusterAdmin
 from aa.config import read_yaml
 from aa.mirror.build import build_flows
-from aa.mirror.flow import DEAD_LETTER_REASON, FlowError
+from aa.mirror.flow import DEAD_LETTER_REASON
 from aa.mirror.settings import DEFAULT_CONFIG_EXCLUDE, FlowSettings
 from aa.mirror.supervisor import Backoff, Supervisor
 from aa.observe.metrics import Metrics
 from tests.conftest import DcCluster
 from tests.helpers.kafka import Rec, consume_all, create_topic, delete_topic, eventually, produce
-from tests.helpers.mirror import OriginOnlyRouter, committed, exact, running_flow, supervised
+from tests.helpers.mirror import (
+    OriginOnlyRouter,
+    committed,
+    exact,
+    running_flow,
+    supervised,
+    topic_failed,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -53,7 +61,7 @@ def _recs(n: int, bad: dict[int, list[tuple[str, bytes]]]) -> list[Rec]:
         [("aa-origin", b"SF"), ("aa-src", b"x")],  # wrong shape
     ],
 )
-async def test_malformed_headers_stop_the_flow_before_the_record(
+async def test_malformed_headers_fail_the_topic_before_the_record(
     dc_clusters: dict[str, DcCluster],
     unique_name: Names,
     bad_header: list[tuple[str, bytes]],
@@ -61,11 +69,11 @@ async def test_malformed_headers_stop_the_flow_before_the_record(
     sf, nyc, topic, group = await _setup(dc_clusters, unique_name, _recs(10, {5: bad_header}))
     async with running_flow(
         _settings(sf, nyc, group), OriginOnlyRouter("SF", "NYC", exact(topic))
-    ) as (_, task):
-        with pytest.raises(FlowError, match=r"malformed provenance headers in .*/0@5") as info:
-            await asyncio.wait_for(task, 60)
-    assert not info.value.retriable
-    assert await committed(sf, group, topic, 1) == {0: 5}  # up to, not past, the bad record
+    ) as (flow, task):
+        failure = await topic_failed(flow.control, topic)
+        assert re.search(r"malformed provenance headers at .*/0@5", failure.reason)
+        await eventually(lambda: _is(committed(sf, group, topic, 1), {0: 5}), message="commit 5")
+        assert not task.done()  # the topic failed, not the flow
     copied = await consume_all(nyc, topic, count=5)
     assert [r.value for r in copied] == [f"v{i}".encode() for i in range(5)]
 
@@ -95,7 +103,7 @@ async def _is(coro: object, want: object) -> bool:
     return await coro == want  # type: ignore[misc]
 
 
-async def test_record_larger_than_target_limit_stops_the_flow(
+async def test_record_larger_than_target_limit_fails_its_topic(
     dc_clusters: dict[str, DcCluster], unique_name: Names
 ) -> None:
     records = _recs(6, {})
@@ -104,11 +112,11 @@ async def test_record_larger_than_target_limit_stops_the_flow(
     await create_topic(nyc, topic, partitions=1, config={"max.message.bytes": "2048"})
     exclude = DEFAULT_CONFIG_EXCLUDE | {"max.message.bytes"}
     settings = _settings(sf, nyc, group, config_exclude=exclude, linger_ms=0)
-    async with running_flow(settings, OriginOnlyRouter("SF", "NYC", exact(topic))) as (_, task):
-        with pytest.raises(FlowError, match=r"larger than .*max.message.bytes") as info:
-            await asyncio.wait_for(task, 60)
-    assert info.value.kind == "record-too-large"
-    offsets = await committed(sf, group, topic, 1)
+    async with running_flow(settings, OriginOnlyRouter("SF", "NYC", exact(topic))) as (flow, _):
+        failure = await topic_failed(flow.control, topic)
+        assert re.search(r"larger than .*max.message.bytes", failure.reason)
+        assert failure.offset == 4
+        offsets = await committed(sf, group, topic, 1)
     assert offsets[0] is None or offsets[0] <= 4
 
 
@@ -185,19 +193,19 @@ async def test_target_limit_lowered_mid_run_dead_letters_the_record_of_a_refused
     assert restarts <= 1  # screened again once, never a restart loop
 
 
-async def test_target_limit_lowered_mid_run_stops_the_flow_before_the_record_not_the_batch(
+async def test_target_limit_lowered_mid_run_fails_the_topic_before_the_record_not_the_batch(
     dc_clusters: dict[str, DcCluster], unique_name: Names
 ) -> None:
     # on_error: fail. The refused batch's first record is not what NYC refuses: the flow must
-    # copy the records before the big one and stop before it, naming it and the limit.
+    # copy the records before the big one and fail its topic before it, naming it and the limit.
     async with _limit_lowered_mid_run(dc_clusters, unique_name) as (sup, sf, nyc, topic, group):
         state = sup.states["SF->NYC"]
-        await eventually(lambda: state.state == "failed", timeout=60, message="stopped for good")
+        failure = await topic_failed(sup.plane.controls["SF->NYC"], topic)
         copied = await consume_all(nyc, topic, count=4, timeout=30, settle=1.0)
         offsets = await committed(sf, group, topic, 1)
     assert [r.value for r in copied] == [b"first", b"v0", b"v1", b"v2"]
-    assert f"{topic}/0@4" in (state.last_error or "")
-    assert "larger than" in (state.last_error or "")
+    assert f"{topic}/0@4" in failure.reason
+    assert "larger than" in failure.reason
     assert offsets[0] is not None
     assert offsets[0] <= 4
     assert state.restarts <= 1

@@ -16,7 +16,6 @@ from aa.admin import ClusterAdmin
 from aa.config import read_yaml
 from aa.kafka.records import BATCH_HEADER, record_bytes
 from aa.mirror.build import build_flows
-from aa.mirror.errors import FlowError
 from aa.mirror.flow import DEAD_LETTER_REASON
 from aa.mirror.positions import stored_offsets
 from aa.mirror.settings import DEFAULT_CONFIG_EXCLUDE, FlowSettings
@@ -24,7 +23,14 @@ from aa.mirror.supervisor import Backoff, Supervisor
 from aa.observe.metrics import Metrics
 from tests.conftest import DcCluster
 from tests.helpers.kafka import Rec, consume_all, create_topic, eventually, produce
-from tests.helpers.mirror import OriginOnlyRouter, committed, eos_flow, exact, running_flow
+from tests.helpers.mirror import (
+    OriginOnlyRouter,
+    committed,
+    eos_flow,
+    exact,
+    running_flow,
+    topic_failed,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -60,7 +66,7 @@ def _with_null_key_at(n: int, bad: int) -> list[Rec]:
     ]
 
 
-async def test_null_key_into_compacted_target_stops_the_flow_without_restarts(
+async def test_null_key_into_compacted_target_fails_its_topic_without_restarts(
     dc_clusters: dict[str, DcCluster], unique_name: Names
 ) -> None:
     sf, nyc = dc_clusters["SF"].bootstrap, dc_clusters["NYC"].bootstrap
@@ -78,19 +84,15 @@ async def test_null_key_into_compacted_target_stops_the_flow_without_restarts(
     run = asyncio.create_task(sup.run(install_signals=False))
     state = sup.states["SF->NYC"]
     try:
-        await eventually(
-            lambda: state.state == "failed" or state.restarts >= 3,
-            timeout=60,
-            message="the flow stops",
-        )
+        failure = await topic_failed(sup.plane.controls["SF->NYC"], topic)
+        await eventually(lambda: _is(committed(sf, group, topic, 1), {0: 6}), message="commit 6")
     finally:
         sup.stop()
         await asyncio.wait_for(run, 30)
-    assert state.state == "failed", state.last_error
     assert state.restarts == 0
-    assert f"{topic}/0@6" in (state.last_error or "")
-    assert "compacted" in (state.last_error or "")
-    assert await committed(sf, group, topic, 1) == {0: 6}
+    assert state.last_error is None  # the topic failed, not the flow
+    assert f"{topic}/0@6" in failure.reason
+    assert "compacted" in failure.reason
     copied = await consume_all(nyc, topic, count=6, settle=0.5)
     assert [r.value for r in copied] == [f"v{i}".encode() for i in range(6)]
 
@@ -187,17 +189,20 @@ async def test_eos_refused_record_stores_exactly_what_the_transaction_copied(
     await produce(
         sf, topic, [Rec(f"k{i}".encode(), f"v{i}".encode(), partition=0) for i in range(5)]
     )
-    async with running_flow(eos.settings, eos.router) as (_, task):
+    async with running_flow(eos.settings, eos.router) as (flow, _):
         await consume_all(nyc, topic, count=5, timeout=60, isolation_level="read_committed")
         later = [Rec(f"k{i}".encode(), f"v{i}".encode(), partition=0) for i in range(5, 15)]
         later.append(Rec(b"k15", b"x" * 4096, partition=0))
         later += [Rec(f"k{i}".encode(), f"v{i}".encode(), partition=0) for i in (16, 17)]
         await produce(sf, topic, later)
-        await eventually(task.done, timeout=60, message="the flow stops at the big record")
-    assert isinstance(task.exception(), FlowError)
-    assert f"{topic}/0@15" in str(task.exception())
-    stored, _ = await stored_offsets(eos.settings)
-    assert stored[TopicPartition(topic, 0)] == 15
+        failure = await topic_failed(flow.control, topic)
+        assert f"{topic}/0@15" in failure.reason
+
+    async def stored_at_15() -> bool:
+        stored, _ = await stored_offsets(eos.settings)
+        return stored.get(TopicPartition(topic, 0)) == 15
+
+    await eventually(stored_at_15, timeout=30, message="stored position 15")
     async with ClusterAdmin("NYC", bootstrap_servers=nyc) as admin:
         await admin.set_topic_configs(topic, {"max.message.bytes": "65536"})
     async with running_flow(eos.settings, eos.router):
@@ -263,7 +268,7 @@ async def test_records_that_fit_with_aa_headers_are_copied_not_dead_lettered(
     assert _would_take(last, last.value + b"x", len(copied)) > 4096  # the next did not fit
 
 
-async def test_a_record_over_the_limit_only_with_aa_headers_stops_the_flow_before_it(
+async def test_a_record_over_the_limit_only_with_aa_headers_fails_its_topic_before_it(
     dc_clusters: dict[str, DcCluster], unique_name: Names
 ) -> None:
     """A 120-character topic (``aa-src`` names it) into a target with max.message.bytes 4096,
@@ -276,15 +281,15 @@ async def test_a_record_over_the_limit_only_with_aa_headers_stops_the_flow_befor
     await create_topic(nyc, topic, config={"max.message.bytes": "4096"})
     await produce(sf, topic, [Rec(b"k%04d" % n, b"x" * n, partition=0) for n in LENGTHS])
     settings, router = _limit_flow(sf, nyc, topic, "fail")
-    async with running_flow(settings, router) as (_, task):
-        await eventually(task.done, timeout=90, message="the flow stops")
-    exc = task.exception()
-    assert isinstance(exc, FlowError), exc
-    assert not exc.retriable, exc
-    assert exc.kind == "record-too-large", exc
-    copied = await consume_all(nyc, topic, count=1, settle=1.0)
-    assert f"{topic}/0@{len(copied)}" in str(exc)
-    assert await committed(sf, settings.group_id, topic, 1) == {0: len(copied)}
+    async with running_flow(settings, router) as (flow, _):
+        failure = await topic_failed(flow.control, topic, timeout=90)
+        copied = await consume_all(nyc, topic, count=1, settle=1.0)
+        assert f"{topic}/0@{len(copied)}" in failure.reason
+        assert "too large" in failure.reason
+        await eventually(
+            lambda: _is(committed(sf, settings.group_id, topic, 1), {0: len(copied)}),
+            message="committed up to the refused record",
+        )
     assert sorted(len(r.value) for r in copied) == list(LENGTHS)[: len(copied)]
     last = max(copied, key=lambda r: len(r.value))
     assert _would_take(last, last.value + b"x", len(copied)) > 4096

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from aiokafka import TopicPartition
 
+from aa.admin import ClusterAdmin
 from aa.config import load_config
 from aa.errors import AaError
 from aa.mirror.build import build_flows, select_flows
@@ -20,7 +21,13 @@ from aa.mirror.operate import RunningProcess
 from aa.mirror.supervisor import Supervisor
 from aa.tail import read_topic
 from tests.helpers.kafka import Rec, create_topic, eventually, produce
-from tests.helpers.mirror import OriginOnlyRouter, running_supervisor, sf_to_nyc, short_backoffs
+from tests.helpers.mirror import (
+    OriginOnlyRouter,
+    committed,
+    running_supervisor,
+    sf_to_nyc,
+    short_backoffs,
+)
 from tests.helpers.processes import write_topology
 
 pytestmark = pytest.mark.integration
@@ -133,3 +140,53 @@ async def test_a_reload_adding_a_topic_to_one_flow_leaves_the_other_untouched(
             first,
             second,
         )
+
+
+@pytest.mark.parametrize("delivery", ["at-least-once", "exactly-once"])
+async def test_a_topic_the_target_refuses_fails_alone_and_resumes_when_the_limit_is_raised(
+    dc_clusters: Any, unique_name: Callable[[str], str], delivery: str
+) -> None:
+    """A record over the target topic's max.message.bytes, ``on_error: fail``: before, the
+    whole flow stopped for good; now its topic goes ``failed`` with the reason, its committed
+    offset stays at the refused record, the flow's other topic keeps copying, and raising the
+    limit resumes the topic by itself with nothing lost and (exactly-once) nothing twice."""
+    sf, nyc = dc_clusters["SF"].bootstrap, dc_clusters["NYC"].bootstrap
+    tag = uuid.uuid4().hex[:6]
+    big = await create_topic(sf, unique_name("big"))
+    small = await create_topic(sf, unique_name("small"))
+    await create_topic(nyc, big, config={"max.message.bytes": "4096"})
+    await create_topic(nyc, small)
+    names = (f"S{tag}", f"N{tag}")  # topic sync off: it would copy the source's limit over
+    settings = sf_to_nyc(
+        sf, nyc, unique_name("g"), names=names, delivery=delivery, topic_sync=False
+    )
+    router = OriginOnlyRouter(settings.source, settings.target, f"^({big}|{small})$")
+    values = [f"b-{i}".encode() for i in range(10)]
+    values[5] = b"x" * 6000  # over the target's limit
+    await produce(sf, big, [Rec(None, v) for v in values])
+    await produce(sf, small, _recs("s", 0, 10))
+    sup = short_backoffs([(settings, router)])
+    control = sup.plane.controls[settings.name]
+    control.retry_s, control.retry_max_s = 0.5, 2.0  # tried again often, for the test
+    async with running_supervisor(sup):
+        await eventually(lambda: big in control.failures, timeout=60, message="big failed")
+        failure = control.failures[big]
+        assert (failure.partition, failure.offset) == (0, 5)
+        assert "too large" in failure.reason
+        state = RunningProcess(sup, None, dc=None, flow=None).state()  # type: ignore[arg-type]
+        assert state["flows"][settings.name]["topics"][big]["state"] == "failed"
+        assert state["flows"][settings.name]["state"] == "running"  # the flow goes on
+        await produce(sf, small, _recs("s", 10, 10))
+        await eventually(lambda: _count_at_least(nyc, small, 20), timeout=60, message="small")
+        assert len(await _values(nyc, big)) == 5  # the records before the refused one
+        if delivery == "at-least-once":
+            assert await committed(sf, settings.group_id, big, 1) == {0: 5}
+        assert big in control.failures  # tried again and refused again meanwhile
+        async with ClusterAdmin("NYC", bootstrap_servers=nyc) as admin:
+            await admin.set_topic_configs(big, {"max.message.bytes": "1048588"})
+        await eventually(lambda: big not in control.failures, timeout=60, message="resumed")
+        await eventually(lambda: _count_at_least(nyc, big, 10), timeout=60, message="all of big")
+        got = await _values(nyc, big)
+    assert sorted(set(got)) == sorted(values)  # nothing lost
+    if delivery == "exactly-once":
+        assert len(got) == 10  # nothing twice

@@ -158,13 +158,15 @@ def test_a_pause_blocks_the_partitions_it_covers_and_a_resume_lifts_what_is_insi
 
 def test_a_failed_topic_blocks_its_partitions_until_its_retry_time() -> None:
     control = FlowControl("SF->NYC")
-    failure = control.fail_topic(TopicFailure("big", 0, 41, "record-too-large"), backoff_s=30)
+    control.retry_s = 30.0
+    failure = control.fail_topic(TopicFailure("big", 0, 41, "record-too-large"))
     tp = TopicPartition("big", 3)
     assert control.blocks(tp, failure.retry_at - 1)
     assert not control.blocks(tp, failure.retry_at)
     assert not control.blocks(TopicPartition("small", 0), 0.0)
-    again = control.fail_topic(TopicFailure("big", 0, 41, "record-too-large"), backoff_s=60)
+    again = control.fail_topic(TopicFailure("big", 0, 41, "record-too-large"))
     assert (again.attempts, again.since) == (2, failure.since)
+    assert again.retry_at - again.since >= 60  # the backoff doubled
     control.resume(Scope("SF->NYC", "big"))  # aa resume: tried at once
     assert not control.blocks(tp, 0.0)
     assert control.recovered("big") is again

@@ -164,7 +164,7 @@ async def test_records_are_batched_per_target_partition_in_order() -> None:
     held = [[r.offset for r in h] for _, h, _, _ in pending.sends]
     assert held == [[0, 1, 2, 3], [5, 6, 7], [4, 5, 6, 7], [8, 9]]
     assert pending.offsets == {TP0: 10, TP1: 8}
-    assert pending.copied["t"] == 13
+    assert sum(pending.copied.values()) == 13
 
 
 class OneBatchPerPartition(FakeTarget):
@@ -277,13 +277,18 @@ async def test_skipped_and_unrouted_records_advance_the_offsets_without_a_send()
     assert pending.offsets == {TP0: 4, unrouted: 7}
 
 
-async def test_malformed_record_under_fail_stops_the_batch_before_it() -> None:
+async def test_malformed_record_under_fail_stops_its_partition_before_it_and_the_others_go_on() -> (
+    None
+):
+    """Issue 30: a refused record fails its topic, not the flow; before, the batch stopped
+    there and the other partitions were not routed (the flow stopped for good)."""
     target = FakeTarget()
     pending = await forwarder(target, bad={3}).forward({TP0: recs(TP0, 0, 6), TP1: recs(TP1, 0, 2)})
-    assert pending.malformed is not None
-    assert pending.malformed.kind == "malformed-headers"
-    assert pending.offsets == {TP0: 3}  # up to, not past, the refused record; TP1 not routed
-    assert [[r.offset for r in h] for _, h, _, _ in pending.sends] == [[0, 1, 2]]
+    assert pending.malformed is None
+    assert pending.failed[TP0].kind == "malformed-headers"
+    assert pending.failed[TP0].offset == 3
+    assert pending.offsets == {TP0: 3, TP1: 2}  # TP0 up to, not past, the refused record
+    assert sorted([r.offset for r in h] for _, h, _, _ in pending.sends) == [[0, 1], [0, 1, 2]]
 
 
 async def test_malformed_record_under_dead_letter_goes_to_the_dead_letter_topic() -> None:
@@ -370,7 +375,7 @@ async def test_exactly_once_keeps_ready_offsets_until_the_final_commit_and_count
     c, settler = committer(delivery)
     p = Pending(offsets={TP0: 10})
     p.sends.append(sent(None))
-    p.copied["t"] = 1
+    p.copied[TP0] = 1
     loop = asyncio.create_task(c.loop())
     await c.queue.put(p)
     await c.queue.join()

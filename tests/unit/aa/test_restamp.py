@@ -144,11 +144,11 @@ def copy(
         "held": [[r.offset for r in held] for _, held, _, _ in pending.sends],
         "ends": [(held[0].offset, held[-1].offset, len(held)) for _, held, _, _ in pending.sends],
         "offsets": pending.offsets,
-        "copied": dict(pending.copied),
+        "copied": {tp.topic: n for tp, n in pending.copied.items()},
         "bytes": dict(pending.bytes),
         "fetch_position": fetched.next_fetch_offset,
         "dead": target.dead,
-        "stopped": repr(pending.malformed),
+        "stopped": repr(pending.malformed) + repr([f.reason for f in pending.failed.values()]),
         "raw_batches": raw_batches,
     }
 
@@ -227,7 +227,7 @@ def test_records_outside_the_target_limits_take_the_record_path() -> None:
     assert [offset for offset, _ in out["dead"]] == [0, 1]
     assert out["copied"] == {"t": 1}
     out = same_both_ways(source_batch(0, odd), limits=limits)
-    assert "too large in t/3@0" in out["stopped"]
+    assert "too large at t/3@0" in out["stopped"]
     fine = [(TS, b"k", b"ok", [])] * 5
     out = same_both_ways(source_batch(0, fine), limits=limits)
     assert out["copied"] == {"t": 5}
