@@ -233,7 +233,7 @@ class Forwarder:
                 if translate is not None:  # resolved before routing: known_schemas
                     done = translate(key, value)
                     if isinstance(done, SchemaRefusal):
-                        if await self._refuse(pending, tp, r, done.kind, done.detail):
+                        if await self._refuse(pending, tp, r, done.kind, done.detail, target):
                             go_on = False
                             break
                         continue
