@@ -134,9 +134,14 @@ class Fetcher:
     def queued(self, offsets: dict[TopicPartition, int]) -> None:
         self._queued.update(offsets)
 
-    def next_offset(self, tp: TopicPartition) -> int | None:
-        """The next offset of ``tp`` to copy, as far as this run queued it."""
-        return self._queued.get(tp)
+    def behind(self) -> dict[TopicPartition, int | None]:
+        """Each assigned partition with its records not yet queued, as far as this run knows
+        (``None``: not fetched yet)."""
+        consumer, out = self.ctx.clients.consumer, {}
+        for tp in consumer.assignment():
+            high, queued = consumer.highwater(tp), self._queued.get(tp)
+            out[tp] = None if high is None or queued is None else max(0, high - queued)
+        return out
 
     async def revoke(
         self, revoked: set[TopicPartition], drain: Callable[[], Awaitable[None]]

@@ -372,15 +372,8 @@ class MirrorFlow:
             await self._committer.drain()
 
     def partitions(self) -> dict[TopicPartition, int | None]:
-        """The source partitions this run holds, each with its records not yet copied as far
-        as this run knows (``None``: not fetched yet)."""
-        if self._consumer is None or self._fetcher is None:
-            return {}
-        out: dict[TopicPartition, int | None] = {}
-        for tp in self._consumer.assignment():
-            high, queued = self._consumer.highwater(tp), self._fetcher.next_offset(tp)
-            out[tp] = None if high is None or queued is None else max(0, high - queued)
-        return out
+        """The source partitions this run holds: :meth:`aa.mirror.fetch.Fetcher.behind`."""
+        return self._fetcher.behind() if self._fetcher is not None else {}
 
     @property
     def copied_total(self) -> int:
