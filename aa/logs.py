@@ -78,11 +78,29 @@ def configure(*, json: bool | None = None, level: str | None = None) -> None:
     for handler in [h for h in root.handlers if isinstance(h, _StderrHandler)]:
         root.removeHandler(handler)
     handler = _StderrHandler()
+    handler.addFilter(_client_passing)
     handler.addFilter(ClientRepeats())
     handler.setFormatter(formatter)
     root.addHandler(handler)
     root.setLevel(max(numeric, logging.WARNING))
     _configured = True
+
+
+PASSING_CLIENT_STATES = (
+    ("aiokafka.cluster", "Topic %s not found in cluster metadata", ""),
+    ("aiokafka.consumer.fetcher", "Failed fetch offsets from %s: %s", "NotLeaderForPartition"),
+)
+"""Client messages logged at ERROR for a state that passes on its own on a normal start: a topic
+aa is creating (its heartbeats, a target topic), a new partition electing its leader. aiokafka
+retries them; aa reports what does not pass (a topic it cannot create, a flow that fails)."""
+
+
+def _client_passing(record: logging.LogRecord) -> bool:
+    """False for the records of :data:`PASSING_CLIENT_STATES` (not shown)."""
+    return not any(
+        record.name == name and record.msg == msg and marker in record.getMessage()
+        for name, msg, marker in PASSING_CLIENT_STATES
+    )
 
 
 class ClientRepeats(logging.Filter):

@@ -1,4 +1,5 @@
-"""`aa dev`: local development clusters (up, down, status, fetch)."""
+"""`aa dev`: local development clusters (up, down, status, fetch; produce and consume in
+:mod:`aa.cli.dev_data`)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from aa.cli import dev_data
 from aa.cli.progress import working
 from aa.dev import artifacts, cluster
 from aa.logs import configure
@@ -66,6 +68,8 @@ def register(sub: Any) -> None:
     _home_option(p, argparse.SUPPRESS)
     p.set_defaults(func=_status)
 
+    dev_data.register(dsub, lambda p: _home_option(p, argparse.SUPPRESS))
+
     p = dsub.add_parser("fetch", help="resolve Kafka, MirrorMaker 2 (and Spark's Kafka source)")
     p.add_argument("--refresh", action="store_true", help="fetch again even if cached")
     p.add_argument(
@@ -92,8 +96,7 @@ def _kafka_version_option(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _root(args: argparse.Namespace) -> Path:
-    return args.home.expanduser() if args.home else cluster.state_root()
+_root = dev_data.home_of
 
 
 def _names(raw: str) -> list[str]:

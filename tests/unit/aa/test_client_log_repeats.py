@@ -76,3 +76,22 @@ def test_the_same_complaint_about_another_node_counts_as_the_same_kind(
     for port in range(9092, 9192):
         client.error(f"Unable connect to 127.0.0.1:{port}")
     assert len(_lines(capsys)) == 1
+
+
+def test_a_topic_being_created_is_not_an_error_on_a_first_start(
+    json_logs: list[float], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 35, item 8: on a normal first start aiokafka logged "Topic heartbeats not found in
+    cluster metadata" (and, for a partition still electing its leader, "Failed fetch offsets
+    ... NotLeaderForPartitionError") at ERROR, while aa was creating the topic. Those states
+    pass on their own; other client errors still show."""
+    logging.getLogger("aiokafka.cluster").error(
+        "Topic %s not found in cluster metadata", "heartbeats"
+    )
+    logging.getLogger("aiokafka.consumer.fetcher").error(
+        "Failed fetch offsets from %s: %s", 1, "[Error 6] NotLeaderForPartitionError: tp"
+    )
+    assert _lines(capsys) == []
+    logging.getLogger("aiokafka.cluster").error("Topic %s is not authorized for this client", "t")
+    [shown] = _lines(capsys)
+    assert shown["level"] == "error"
