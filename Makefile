@@ -47,6 +47,8 @@ demo: fetch
 SIDE_TESTS ?= tests/integration/examples tests/integration/aa/test_drill_convergence.py \
 	tests/integration/spark_reconcile tests/unit/spark_reconcile
 LATE_TESTS ?= tests/integration/aa/test_drills.py tests/integration/aa/test_security.py \
+	tests/integration/aa/test_security_tls.py tests/integration/aa/test_security_oauth.py \
+	tests/integration/aa/test_security_kerberos.py tests/integration/aa/test_security_msk.py \
 	tests/integration/aa/test_coordinator_unavailable.py
 test: fetch sysdeps
 	@side_tmp=$$(mktemp -d); \

@@ -31,10 +31,22 @@ def kafka_options(dc: Datacenter) -> dict[str, str]:
     if dc.ssl_certfile and dc.ssl_keyfile:
         opts["kafka.ssl.keystore.type"] = "PEM"
         opts["kafka.ssl.keystore.location"] = dc.ssl_certfile
-    if dc.sasl_mechanism == "OAUTHBEARER":
+    unsupported = [
+        f"ssl.{name}"
+        for name, value in (
+            ("truststore", dc.ssl_truststore),
+            ("keystore", dc.ssl_keystore),
+            ("key_password", dc.ssl_key_password),
+        )
+        if value is not None
+    ]
+    if dc.sasl_mechanism in ("OAUTHBEARER", "GSSAPI", "AWS_MSK_IAM"):
+        unsupported.append(f"sasl.mechanism {dc.sasl_mechanism}")
+    if unsupported:  # the mirror's own clients have them (issue 33); Spark's are not wired yet
         raise ConfigError(
-            f"DC {dc.name}: aa reconcile cannot use OAUTHBEARER yet (Spark's Kafka source needs "
-            "a JAAS login callback handler): give the reconcile job a SCRAM or PLAIN user"
+            f"DC {dc.name}: aa reconcile cannot use {', '.join(unsupported)} yet (Spark's Kafka "
+            "source is given PEM files and SASL PLAIN/SCRAM only): give the reconcile job a "
+            "topology with PEM files (unencrypted key) and a SCRAM or PLAIN user"
         )
     if dc.security_protocol.startswith("SASL_") and dc.sasl_password is not None:
         module = (

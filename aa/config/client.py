@@ -125,6 +125,17 @@ def _sasl_refused(dc: Datacenter, head: str, broker_says: str) -> ConnectionSetu
     )
 
 
+def _refused_certificate(dc: Datacenter, reason: str) -> str:
+    mine = _client_certificate(dc)
+    if mine:
+        fix = f"it does not accept {mine}: use a certificate signed by a CA its truststore trusts"
+    else:
+        fix = (
+            f"it requires one: set datacenters.{dc.name}.ssl.certfile and keyfile (or ssl.keystore)"
+        )
+    return f"the broker refused aa's TLS client certificate ({reason}): {fix}"
+
+
 def _client_certificate(dc: Datacenter) -> str:
     ssl_field = f"datacenters.{dc.name}.ssl"
     if dc.ssl_certfile:
@@ -175,22 +186,11 @@ def explain(dc: Datacenter, address: str, exc: BaseException) -> ConnectionSetup
             f"{head}: the broker's TLS certificate is not trusted ({why}; trusted: {ca}): {fix}"
         )
     reason = str(getattr(exc, "reason", "") or exc)
-    if (
-        "CERTIFICATE_REQUIRED" in reason.upper()
-        or "BAD_CERTIFICATE" in reason.upper()
-        or ("UNKNOWN_CA" in reason.upper())
-    ):
-        mine = _client_certificate(dc)
-        fix = (
-            f"the broker does not accept {mine}: use a certificate signed by a CA its "
-            "ssl.truststore trusts"
-            if mine
-            else f"the broker requires one: set datacenters.{dc.name}.ssl.certfile and keyfile "
-            "(or ssl.keystore)"
-        )
-        return ConnectionSetupError(
-            f"{head}: the broker refused aa's TLS client certificate ({reason}): {fix}"
-        )
+    refused_alert = any(a in reason.upper() for a in ("CERTIFICATE_REQUIRED", "BAD_CERTIFICATE"))
+    if refused_alert or (
+        isinstance(exc, KafkaConnectionError) and dc.security_protocol == "SSL"
+    ):  # a broker refuses a client certificate by an alert or by closing after the handshake
+        return ConnectionSetupError(f"{head}: {_refused_certificate(dc, reason)}")
     if isinstance(exc, ssl.SSLError):
         return ConnectionSetupError(
             f"{head}: the TLS handshake failed ({exc.reason or exc}): check that "
@@ -249,7 +249,11 @@ async def preflight(dcs: Iterable[Datacenter], *, timeout_s: float = 30.0) -> No
                     raise explained from None
                 continue
             try:
-                cluster = await _cluster_id(conn, timeout_s)
+                bearer = kwargs.get("sasl_mechanism") == "OAUTHBEARER"
+                cluster = await _cluster_id(conn, timeout_s, bearer=bearer)
+            except _TokenRefused:
+                head = f"DC {dc.name} ({server.strip()}, {dc.security_protocol})"
+                raise _sasl_refused(dc, head, "invalid_token") from None
             finally:
                 conn.close()
             other = clusters.setdefault(cluster, dc.name) if cluster else dc.name
@@ -263,13 +267,23 @@ async def preflight(dcs: Iterable[Datacenter], *, timeout_s: float = 30.0) -> No
             break
 
 
-async def _cluster_id(conn: Any, timeout_s: float) -> str | None:
-    """The id of the cluster behind an open connection (``None``: no answer to say it)."""
+class _TokenRefused(Exception):
+    """Internal signal of :func:`_cluster_id`; never escapes :func:`preflight`."""
+
+
+async def _cluster_id(conn: Any, timeout_s: float, *, bearer: bool) -> str | None:
+    """The id of the cluster behind an open connection (``None``: no answer says it).
+
+    A broker refuses an OAUTHBEARER token by answering the SASL exchange with an error status,
+    which aiokafka takes for success; the broker then answers the next request with nothing (a
+    metadata response without brokers): :class:`_TokenRefused`."""
     from aiokafka.protocol.metadata import MetadataRequest
 
     try:
         response = await asyncio.wait_for(conn.send(MetadataRequest([])), timeout_s)
     except Exception:  # noqa: BLE001 - the command's own handling reports a DC that does not answer
         return None
+    if bearer and not getattr(response, "brokers", None):
+        raise _TokenRefused
     cluster = getattr(response, "cluster_id", None)
     return cluster if isinstance(cluster, str) else None

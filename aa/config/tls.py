@@ -70,16 +70,17 @@ def ssl_context(dc: Datacenter, env: Mapping[str, str] | None = None) -> ssl.SSL
                 f"DC {dc.name}: datacenters.{dc.name}.ssl.{name} {path} does not exist: "
                 + (fix if name in ("cafile", "truststore") else "fix the path")
             )
-    context = ssl.create_default_context(ssl.Purpose.SERVER_AUTH)
     try:
         if dc.ssl_cafile:
-            context.load_verify_locations(cafile=dc.ssl_cafile)
+            context = ssl.create_default_context(cafile=dc.ssl_cafile)
         elif dc.ssl_truststore:
             store = _Store(
                 dc.name, "truststore", Path(dc.ssl_truststore).expanduser(),
                 dc.ssl_truststore_password, env,
             )  # fmt: skip
-            context.load_verify_locations(cadata=_trusted(store))
+            context = ssl.create_default_context(cadata=_trusted(store))
+        else:
+            context = ssl.create_default_context()
     except ssl.SSLError as exc:
         raise ConfigError(
             f"DC {dc.name}: the CA certificates in datacenters.{dc.name}.ssl cannot be loaded "
@@ -112,10 +113,11 @@ def _load_pem_key(context: ssl.SSLContext, dc: Datacenter, env: Mapping[str, str
         context.load_cert_chain(dc.ssl_certfile, dc.ssl_keyfile, password=password)  # type: ignore[arg-type]
     except ssl.SSLError as exc:
         reason = exc.reason or str(exc)
-        if dc.ssl_key_password is not None and "DECRYPT" in reason.upper():
+        key_file = Path(dc.ssl_keyfile or dc.ssl_certfile or "").expanduser()
+        if dc.ssl_key_password is not None and b"ENCRYPTED" in key_file.read_bytes():
             raise ConfigError(
                 f"DC {dc.name}: {field}.key_password does not decrypt the private key in "
-                f"{key_field} ({reason}): fix the password"
+                f"{key_field}: fix the password"
             ) from None
         raise ConfigError(
             f"DC {dc.name}: the client certificate in {field}.certfile and its key cannot be "
@@ -234,7 +236,7 @@ def _jks_key(store: _Store, key_password: str | None) -> tuple[bytes, list[bytes
             f"DC {store.dc}: the key in {store.field} {store.path} cannot be decrypted: set "
             f"datacenters.{store.dc}.ssl.key_password (or keystore_password) to its password"
         ) from None
-    return entry.pkey, [der for _, der in entry.cert_chain]
+    return entry.pkey_pkcs8, [der for _, der in entry.cert_chain]
 
 
 def _pem_cert(der: bytes) -> str:

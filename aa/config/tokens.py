@@ -38,6 +38,9 @@ class TokenError(AaError, KafkaConnectionError):  # type: ignore[misc]  # aiokaf
     """A token could not be had: the message names the DC, the field and the fix, never a
     secret. A connection error to aiokafka, which retries it like a broker that is away."""
 
+    def __str__(self) -> str:  # aiokafka's errors put their class name first
+        return Exception.__str__(self)
+
 
 TokenSource = Callable[[], str | Awaitable[str]]
 """What a token-provider hook may return: a callable giving the current bearer token."""
@@ -90,6 +93,7 @@ class _Cached(AbstractTokenProvider):  # type: ignore[misc]  # aiokafka is untyp
     """A token fetched in a thread (the fetch blocks), kept until its refresh point."""
 
     def __init__(self) -> None:
+        self._clock: Callable[[], float] = time.monotonic
         self._token: str | None = None
         self._refresh_at = 0.0
         self._lock = asyncio.Lock()
@@ -102,8 +106,8 @@ class _Cached(AbstractTokenProvider):  # type: ignore[misc]  # aiokafka is untyp
 
     async def token(self) -> str:
         async with self._lock:
-            if self._token is None or time.monotonic() >= self._refresh_at:
-                started = time.monotonic()
+            if self._token is None or self._clock() >= self._refresh_at:
+                started = self._clock()
                 token, lifetime_s = await asyncio.to_thread(self._fetch)
                 self._token, self._refresh_at = token, started + REFRESH_FACTOR * lifetime_s
                 self.fetches += 1

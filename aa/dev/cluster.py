@@ -123,7 +123,7 @@ def _format(java: str, todo: list[DevCluster]) -> None:
 
 
 def _launch(java: str, c: DevCluster, heap: str) -> subprocess.Popen[bytes]:
-    cp = classpath(fetch(kafka_artifacts(c.kafka_version)))
+    cp = os.pathsep.join([classpath(fetch(kafka_artifacts(c.kafka_version))), *c.classpath])
     cmd = [
         java,
         f"-Xmx{heap}",
@@ -133,6 +133,7 @@ def _launch(java: str, c: DevCluster, heap: str) -> subprocess.Popen[bytes]:
         "-XX:+ExitOnOutOfMemoryError",
         "-Djava.awt.headless=true",
         *log_config_flags(c.kafka_version, c.log_dir),
+        *c.jvm_options,
         "-cp",
         cp,
         "kafka.Kafka",

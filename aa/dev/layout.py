@@ -57,6 +57,11 @@ class DevCluster:
     in ``clusters.json``: a caller that needs them passes them again on every start."""
     format_args: tuple[str, ...] = ()
     """Extra ``StorageTool format`` arguments, e.g. ``--add-scram`` to create SCRAM users."""
+    jvm_options: tuple[str, ...] = ()
+    """Extra JVM flags of the broker, e.g. ``-Djava.security.krb5.conf=...`` for Kerberos or
+    ``-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls=...`` for an OAuth JWKS endpoint."""
+    classpath: tuple[str, ...] = ()
+    """Extra classpath entries of the broker (plugins such as a SASL callback handler)."""
 
     @property
     def bootstrap(self) -> str:

@@ -15,32 +15,26 @@ import logging
 import re
 import time
 import urllib.request
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-import yaml
 from aiokafka.conn import create_conn
 from aiokafka.errors import SaslAuthenticationFailed
 
 from aa.config import client_kwargs, load_config
 from aa.config.client import ConnectionSetupError, preflight
-from aa.dev import cluster as devcluster
 from aa.logs import configure, get_logger
 from aa.mirror.build import flow_settings
-from tests.conftest import _free_ports
 from tests.helpers import secure_broker
 from tests.helpers.cli import CliResult, aa_cli
 from tests.helpers.kafka import Rec, consume_all, create_topic, produce
 from tests.helpers.processes import AaProcess
-from tests.helpers.tls import Pki, make_pki
+from tests.helpers.tls import Pki
+from tests.integration.aa.conftest import NYC_SECRET, SF_SECRET, USER
 
 pytestmark = [pytest.mark.integration]
 
-USER = "aa-mirror"
-SF_SECRET = "sf-Pa55-" + "x7Qz"  # split: a grep of the sources for the value finds nothing
-NYC_SECRET = "nyc-Pa55-" + "k2Wv"
 SF_ENV = "AA_TEST_SF_PASSWORD"
 
 
@@ -55,41 +49,26 @@ class SecureDcs:
         nyc_pw = self.folder / "nyc.password"
         nyc_pw.write_text(NYC_SECRET + "\n")
         sasl = {"mechanism": "SCRAM-SHA-256", "username": USER}
-        doc = {
-            "datacenters": {
-                "SF": {
-                    "bootstrap": self.sf.sasl_ssl,
-                    "security_protocol": "SASL_SSL",
-                    "ssl": {"cafile": cafile or str(self.pki.ca_file)},
-                    "sasl": {**sasl, "password": f"${{{SF_ENV}}}"},
-                },
-                "NYC": {
-                    "bootstrap": self.nyc.sasl_plaintext,
-                    "security_protocol": "SASL_PLAINTEXT",
-                    "sasl": {**sasl, "password": f"${{file:{nyc_pw}}}"},
-                },
+        return secure_broker.write_topology(
+            path,
+            topic,
+            {
+                "bootstrap": self.sf.sasl_ssl,
+                "security_protocol": "SASL_SSL",
+                "ssl": {"cafile": cafile or str(self.pki.ca_file)},
+                "sasl": {**sasl, "password": f"${{{SF_ENV}}}"},
             },
-            "flows": "full-mesh",
-            "topics": [re.escape(topic)],
-            "heartbeats": {"enabled": False},
-            "checkpoints": {"enabled": False},
-        }
-        path.write_text(yaml.safe_dump(doc, sort_keys=False))
-        return path
+            {
+                "bootstrap": self.nyc.sasl_plaintext,
+                "security_protocol": "SASL_PLAINTEXT",
+                "sasl": {**sasl, "password": f"${{file:{nyc_pw}}}"},
+            },
+        )
 
 
-@pytest.fixture(scope="module")
-def secure_dcs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureDcs]:
-    root = tmp_path_factory.mktemp("aa-secure")
-    pki = make_pki(root / "pki")
-    ports = _free_ports(8)
-    sf = secure_broker.secure_cluster("SF", root, ports[:4], pki, {USER: SF_SECRET})
-    nyc = secure_broker.secure_cluster("NYC", root, ports[4:], pki, {USER: NYC_SECRET})
-    secure_broker.start([sf, nyc])
-    try:
-        yield SecureDcs(sf, nyc, pki, root)
-    finally:
-        devcluster.down(root)
+@pytest.fixture
+def secure_dcs(secure_peers: secure_broker.SecurePeers, tmp_path: Path) -> SecureDcs:
+    return SecureDcs(secure_peers.sf, secure_peers.nyc, secure_peers.pki, tmp_path)
 
 
 def _no_secret(where: str, text: str | bytes) -> None:
@@ -190,7 +169,8 @@ async def test_mirror_plan_lag_failover_reconcile_over_sasl_ssl_and_sasl_plainte
         (
             "untrusted-certificate",
             r"DC SF \(127\.0\.0\.1:\d+, SASL_SSL\): the broker's TLS certificate is not trusted "
-            r"\(.*other-ca\.pem\): set datacenters\.SF\.ssl\.cafile to the CA that signed",
+            r"\(.*other-ca\.pem\): set datacenters\.SF\.ssl\.cafile \(or truststore\) to the CA "
+            r"that signed",
         ),
         (
             "missing-ca-file",

@@ -195,3 +195,56 @@ def test_jwt_lifetime_from_exp() -> None:
     claims = base64.urlsafe_b64encode(orjson.dumps({"exp": int(time.time()) + 100})).rstrip(b"=")
     assert 90 < _jwt_lifetime(f"h.{claims.decode()}.s") <= 100
     assert _jwt_lifetime("opaque") == 3600.0
+
+
+async def test_msk_iam_provider_signs_caches_and_refreshes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """AWS's real signer with made-up credentials (it signs locally): one token per 80% of its
+    15-minute lifetime, for the region in AWS_REGION."""
+    pytest.importorskip("aws_msk_iam_sasl_signer", reason="aa[msk-iam]")
+    from aa.config.tokens import MskIam
+    from tests.helpers.msk import signed_request
+
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIAAATESTEXAMPLE")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "aa-test-secret-" + "key")
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    topo = read_yaml(
+        _yaml("{bootstrap: 'h:1', security_protocol: SASL_SSL, sasl: {mechanism: AWS_MSK_IAM}}"),
+        "t.yaml",
+    )
+    provider = MskIam(topo.datacenter("SF"), env={"AWS_REGION": "eu-west-1"})
+    now = [1000.0]
+    provider._clock = lambda: now[0]
+    first = await provider.token()
+    assert await provider.token() == first
+    assert provider.fetches == 1
+    request = signed_request(first)
+    assert request["host"] == "kafka.eu-west-1.amazonaws.com"
+    assert request["Action"] == "kafka-cluster:Connect"
+    assert request["X-Amz-Credential"].startswith("AKIAAATESTEXAMPLE/")
+    assert "aa-test-secret-key" not in first
+    now[0] += 0.79 * 900
+    await provider.token()
+    assert provider.fetches == 1
+    now[0] += 0.02 * 900
+    await provider.token()
+    assert provider.fetches == 2
+
+
+@pytest.mark.parametrize(
+    ("sf", "named"),
+    [
+        ("{security_protocol: SSL, ssl: {truststore: t.jks, keystore: k.p12}}", "ssl.truststore"),
+        ("{security_protocol: SASL_PLAINTEXT, sasl: {mechanism: GSSAPI}}", "GSSAPI"),
+        ("{security_protocol: SASL_SSL, sasl: {mechanism: AWS_MSK_IAM}}", "AWS_MSK_IAM"),
+    ],
+)
+def test_reconcile_refuses_what_sparks_client_is_not_given(sf: str, named: str) -> None:
+    """Spark's Kafka source gets PEM files and PLAIN/SCRAM only: anything else is refused by
+    name, never silently left out (a truststore dropped would trust the system's CAs)."""
+    from spark_reconcile.source import kafka_options
+
+    topo = read_yaml(_yaml("{bootstrap: 'h:1', " + sf[1:]), "t.yaml")
+    with pytest.raises(ConfigError, match=rf"DC SF: aa reconcile cannot use .*{named}"):
+        kafka_options(topo.datacenter("SF"))
