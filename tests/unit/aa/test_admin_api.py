@@ -310,3 +310,31 @@ async def test_a_running_flow_whose_source_does_not_answer_says_it_waits() -> No
     finally:
         sup.stop()
         await asyncio.wait_for(task, 30)
+
+
+async def test_sighup_runs_the_reload_and_the_process_goes_on() -> None:
+    import os
+    import signal
+
+    from aa.mirror.supervisor import Supervisor
+
+    sup = Supervisor([], Metrics())
+    reloaded = asyncio.Event()
+
+    async def reload() -> None:
+        reloaded.set()
+
+    sup.on_reload = reload
+    task = asyncio.create_task(sup.run())
+    try:
+        for _ in range(3000):  # until the handler is installed (a polling deadline)
+            if signal.getsignal(signal.SIGHUP) not in (signal.SIG_DFL, None):
+                break
+            await asyncio.sleep(0.01)
+        assert signal.getsignal(signal.SIGHUP) not in (signal.SIG_DFL, None)
+        os.kill(os.getpid(), signal.SIGHUP)
+        await asyncio.wait_for(reloaded.wait(), 30)
+        assert not task.done()
+    finally:
+        sup.stop()
+        await asyncio.wait_for(task, 30)
