@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import ssl
 import urllib.error
 import urllib.request
 from typing import Any
@@ -51,7 +52,24 @@ def _command(sub: Any, name: str, summary: str) -> argparse.ArgumentParser:
     where = p.add_mutually_exclusive_group(required=True)
     where.add_argument("--api", help="the process's HTTP address, e.g. http://127.0.0.1:9464")
     where.add_argument("--config", help="topology file: the process at metrics.host:metrics.port")
+    p.add_argument("--cafile", help="HTTPS: the CA(s) that signed the process's certificate")
+    p.add_argument("--cert", help="mutual TLS: this client's certificate (may hold the key)")
+    p.add_argument("--key", help="mutual TLS: the certificate's key, when not in --cert")
+    p.set_defaults(tls=_tls)
     return p
+
+
+def _tls(args: argparse.Namespace) -> ssl.SSLContext | None:
+    """The client side of HTTPS / mutual TLS from ``--cafile``, ``--cert``, ``--key``."""
+    if not (args.cafile or args.cert):
+        return None
+    try:
+        context = ssl.create_default_context(cafile=args.cafile)
+        if args.cert:
+            context.load_cert_chain(args.cert, args.key)
+    except (OSError, ssl.SSLError) as exc:
+        raise AaError(f"--cafile/--cert/--key: {exc}") from None
+    return context
 
 
 def _base(args: argparse.Namespace) -> str:
@@ -60,10 +78,12 @@ def _base(args: argparse.Namespace) -> str:
         return url if "://" in url else f"http://{url}"
     m = load_config(args.config).metrics
     host = "127.0.0.1" if m.host in ("0.0.0.0", "::", "") else m.host  # noqa: S104 - compared, not bound
-    return f"http://{host}:{m.port}"
+    return f"{'https' if m.tls_certfile else 'http'}://{host}:{m.port}"
 
 
-def call(base: str, name: str, body: dict[str, Any]) -> dict[str, Any]:
+def call(
+    base: str, name: str, body: dict[str, Any], tls: ssl.SSLContext | None = None
+) -> dict[str, Any]:
     """POST ``body`` to the admin call ``name``; its answer, or :class:`AaError` saying why not."""
     headers = {"Content-Type": "application/json"}
     token = os.environ.get(TOKEN_ENV, "").strip()
@@ -73,7 +93,7 @@ def call(base: str, name: str, body: dict[str, Any]) -> dict[str, Any]:
         f"{base}{PREFIX}/{name}", data=orjson.dumps(body), headers=headers, method="POST"
     )
     try:
-        with urllib.request.urlopen(request, timeout=TIMEOUT_S) as resp:  # noqa: S310 - as above
+        with urllib.request.urlopen(request, timeout=TIMEOUT_S, context=tls) as resp:  # noqa: S310 - as above
             answer: dict[str, Any] = orjson.loads(resp.read())
             return answer
     except urllib.error.HTTPError as exc:
@@ -100,13 +120,13 @@ def _what(scope: dict[str, Any]) -> str:
 
 def _pause(args: argparse.Namespace) -> int:
     scope = _scope(args)
-    call(_base(args), "pause", {**scope, "note": args.note})
+    call(_base(args), "pause", {**scope, "note": args.note}, args.tls(args))
     print(f"paused {_what(scope)}: it fetches and commits nothing until `aa resume`")
     return 0
 
 
 def _resume(args: argparse.Namespace) -> int:
-    answer = call(_base(args), "resume", _scope(args))
+    answer = call(_base(args), "resume", _scope(args), args.tls(args))
     lifted = answer.get("resumed") or []
     print(f"resumed {', '.join(lifted)}" if lifted else f"nothing paused in {_what(_scope(args))}")
     return 0
@@ -118,14 +138,14 @@ def _limit(args: argparse.Namespace) -> int:
         rate = parse_rate(args.bytes_per_s)
         if rate is None:
             raise AaError(f"--bytes-per-s {args.bytes_per_s!r}: write e.g. 10MB, 512KiB or 0")
-    answer = call(_base(args), "rate", {"flow": args.flow, "bytes_per_s": rate})
+    answer = call(_base(args), "rate", {"flow": args.flow, "bytes_per_s": rate}, args.tls(args))
     now = answer.get("rate_limit_bytes_per_s")
     print(f"{args.flow}: {'no rate limit' if not now else f'at most {now:,.0f} bytes/s'}")
     return 0
 
 
 def _reload(args: argparse.Namespace) -> int:
-    answer = call(_base(args), "reload", {})
+    answer = call(_base(args), "reload", {}, args.tls(args))
     for key, label in (
         ("added", "started"),
         ("removed", "stopped"),

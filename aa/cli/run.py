@@ -22,6 +22,7 @@ from aa.mirror.supervisor import Supervisor
 from aa.observe.admin import TOKEN_ENV, AdminApi, token_from
 from aa.observe.http import MetricsServer
 from aa.observe.metrics import Metrics
+from aa.observe.tls import is_mutual, server_context
 from aa.policy.plan import build_plan
 
 log = get_logger("aa.run")
@@ -149,8 +150,12 @@ async def serve(
 
     port = topology.metrics.port if metrics_port is None else metrics_port
     token = token_from()
-    admin = AdminApi(process, token)
-    server = MetricsServer(metrics, health, topology.metrics.host, port, routes=admin)
+    mutual = is_mutual(topology.metrics)
+    admin = AdminApi(process, token, mutual_tls=mutual)
+    tls = server_context(topology.metrics)
+    server = MetricsServer(
+        metrics, health, topology.metrics.host, port, routes=admin, ssl_context=tls
+    )
     try:
         await server.start()
     except OSError as exc:
@@ -162,8 +167,11 @@ async def serve(
     log.info(
         "mirror_started",
         flows=[s.name for s, _ in flows],
-        metrics=f"http://{server.host}:{server.port}/metrics",
-        admin_writes="token" if token is not None else f"refused (no {TOKEN_ENV})",
+        metrics=f"{'https' if tls else 'http'}://{server.host}:{server.port}/metrics",
+        admin_writes=", ".join(
+            [*(["token"] if token is not None else []), *(["mutual TLS"] if mutual else [])]
+        )
+        or f"refused (no {TOKEN_ENV}, no mutual TLS)",
     )
     try:
         await supervisor.run()

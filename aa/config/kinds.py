@@ -146,6 +146,14 @@ class Text(Kind):
         return self.what
 
 
+@dataclass(frozen=True, slots=True)
+class MaybeText(Text):
+    """A non-empty string, or nothing (the setting is off)."""
+
+    def read(self, node: Field) -> str | None:  # type: ignore[override]  # None: not set
+        return None if node.value is None else node.text()
+
+
 _HOST_PORT = re.compile(r"^[^\s:,]+:(\d{1,5})$")
 
 

@@ -13,6 +13,7 @@ from aa.config.kinds import (
     Choice,
     Filter,
     Integer,
+    MaybeText,
     Number,
     Rate,
     Separator,
@@ -188,6 +189,13 @@ class MetricsEndpoint:
     """address to bind"""
     port: int = setting(9464, Integer(lo=0, hi=65535))
     """port (0 picks a free one)"""
+    tls_certfile: str | None = setting(None, MaybeText("PEM file"))
+    """serve HTTPS with this certificate (the file may hold the key too)"""
+    tls_keyfile: str | None = setting(None, MaybeText("PEM file"))
+    """the certificate's private key, when not in `tls_certfile`"""
+    tls_client_cafile: str | None = setting(None, MaybeText("PEM file"))
+    """with `tls_certfile`: mutual TLS, every client must present a certificate these CAs
+    signed, and such a client may make the admin API's writing calls without the token"""
     lag_interval_s: float = setting(10.0, Number())
     """how often `aa run` reads committed lag for `aa_committed_lag_*`; a read without an answer
     after the interval + 5 s fails and is counted in

@@ -50,9 +50,13 @@ def _refused(status: int, error: str) -> web.Response:
 class AdminApi:
     """Adds the admin routes to the HTTP server's application (``MetricsServer(routes=)``)."""
 
-    def __init__(self, process: ProcessControl, token: Secret | None) -> None:
+    def __init__(
+        self, process: ProcessControl, token: Secret | None, *, mutual_tls: bool = False
+    ) -> None:
         self._process = process
         self._token = token
+        self._mutual_tls = mutual_tls
+        """Every client presented a certificate the port's client CAs signed: it may write."""
 
     def __call__(self, app: web.Application) -> None:
         app.router.add_get(f"{PREFIX}/state", self._state)
@@ -69,11 +73,15 @@ class AdminApi:
 
     def _allowed(self, request: web.Request) -> web.Response | None:
         """``None`` when the request may write; else the refusal."""
+        peer = request.transport.get_extra_info("peercert") if request.transport else None
+        if self._mutual_tls and peer:
+            return None
         if self._token is None:
             return _refused(
                 403,
                 f"writing calls are disabled: start `aa run` with {TOKEN_ENV} set to a token, "
-                "and send it as `Authorization: Bearer <token>` (docs/operations.md, admin API)",
+                "and send it as `Authorization: Bearer <token>`, or set metrics.tls_certfile and "
+                "metrics.tls_client_cafile for mutual TLS (docs/operations.md, admin API)",
             )
         scheme, _, given = request.headers.get("Authorization", "").partition(" ")
         want = self._token.reveal().encode()

@@ -13,6 +13,7 @@ aiohttp's parser (a line over the bound is answered 400 and the connection close
 from __future__ import annotations
 
 import asyncio
+import ssl
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -112,6 +113,7 @@ class MetricsServer(AsyncResource):
         *,
         bounds: HttpBounds | None = None,
         routes: Routes | None = None,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         self._metrics = metrics
         self._health = health
@@ -119,6 +121,7 @@ class MetricsServer(AsyncResource):
         self.port = port
         self.bounds = bounds or HttpBounds()
         self._routes = routes
+        self._ssl = ssl_context
         self.runner: web.AppRunner | None = None
         self.open_connections = 0
         self._server: asyncio.Server | None = None
@@ -158,7 +161,13 @@ class MetricsServer(AsyncResource):
         )
         await self.runner.setup()
         loop = asyncio.get_running_loop()
-        self._server = await loop.create_server(lambda: _Bounded(self), self.host, self.port)
+        self._server = await loop.create_server(
+            lambda: _Bounded(self),
+            self.host,
+            self.port,
+            ssl=self._ssl,
+            ssl_handshake_timeout=self.bounds.connection_deadline_s if self._ssl else None,
+        )
         self.port = int(self._server.sockets[0].getsockname()[1])
 
     async def _close(self) -> None:

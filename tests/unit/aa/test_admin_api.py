@@ -5,6 +5,7 @@ the rate limit) and the reload plan, as pure logic."""
 from __future__ import annotations
 
 import asyncio
+import ssl
 from typing import Any
 
 import orjson
@@ -338,3 +339,51 @@ async def test_sighup_runs_the_reload_and_the_process_goes_on() -> None:
     finally:
         sup.stop()
         await asyncio.wait_for(task, 30)
+
+
+async def test_mutual_tls_lets_a_client_with_a_certificate_write_and_refuses_one_without(
+    tmp_path: Any,
+) -> None:
+    """metrics.tls_certfile + tls_client_cafile: a client whose certificate the CA signed may
+    write without the token (aa pause --cert); a client without one gets no connection."""
+    from aa.cli.operate import call
+    from aa.config.model import MetricsEndpoint
+    from aa.observe.tls import is_mutual, server_context
+    from tests.helpers.tls import make_pki
+
+    pki = make_pki(tmp_path / "pki")
+    endpoint = MetricsEndpoint(
+        tls_certfile=str(pki.broker_keystore), tls_client_cafile=str(pki.ca_file)
+    )
+    process = Process()
+    server = MetricsServer(
+        Metrics(),
+        lambda: (True, {}),
+        port=0,
+        routes=AdminApi(process, None, mutual_tls=is_mutual(endpoint)),
+        ssl_context=server_context(endpoint),
+    )
+    await server.start()
+    base = f"https://127.0.0.1:{server.port}"
+    try:
+        client = ssl.create_default_context(cafile=str(pki.ca_file))
+        client.load_cert_chain(str(pki.broker_keystore))  # signed by the CA the port trusts
+        answer = await asyncio.to_thread(call, base, "pause", {"flow": "SF->NYC"}, client)
+        assert answer == {"ok": True}
+        anonymous = ssl.create_default_context(cafile=str(pki.ca_file))
+        with pytest.raises(AaError, match="no `aa run` answers"):
+            await asyncio.to_thread(call, base, "pause", {"flow": "SF->NYC"}, anonymous)
+    finally:
+        await server.close()
+    assert process.calls == [("pause", "SF->NYC", None, None, "")]
+
+
+def test_tls_settings_without_a_certificate_name_the_field() -> None:
+    from aa.config.model import MetricsEndpoint
+    from aa.errors import ConfigError
+    from aa.observe.tls import server_context
+
+    with pytest.raises(
+        ConfigError, match=r"metrics\.tls_client_cafile needs metrics\.tls_certfile"
+    ):
+        server_context(MetricsEndpoint(tls_client_cafile="/etc/ca.pem"))
