@@ -19,8 +19,8 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from aa.admin import ClusterAdmin
 from aa.config import Flow, Topology
+from aa.kafka import fetched, switch
 from aa.lifecycle import started
-from aa.mirror import batches
 from aa.mirror.build import flow_settings
 from aa.mirror.positions import StoredOffsets, stored_offsets
 from aa.mirror.settings import FlowSettings
@@ -150,14 +150,14 @@ async def flow_lag(
 
 def timestamp_reader(settings: FlowSettings) -> AIOKafkaConsumer:
     """The consumer that reads the oldest record not copied of each partition behind."""
-    batches.install()
+    fetched.install()
     return AIOKafkaConsumer(
         **settings.source_client,
         enable_auto_commit=False,
         isolation_level="read_committed",
         # lean records: a batch that fails its CRC comes as a CorruptBatch, not an exception
-        # that would fail the whole read (see aa.mirror.batches)
-        key_deserializer=batches.LeanRecords(),
+        # that would fail the whole read (see aa.kafka.fetched)
+        key_deserializer=switch.LeanRecords(),
         # one batch per partition (the broker always returns the first whole): a read wants one
         # timestamp per partition, and decoding whole 1 MiB fetches for it was 3.7% of a W3
         # process's CPU samples (docs/benchmarks.md)
@@ -184,6 +184,6 @@ async def _timestamps(
             if records and tp in left:
                 left.discard(tp)
                 consumer.pause(tp)
-                if type(records[0]) is not batches.CorruptBatch:
+                if type(records[0]) is not fetched.CorruptBatch:
                     out[tp] = records[0].timestamp
     return out

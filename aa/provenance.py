@@ -39,7 +39,7 @@ MIRRORED_AT = "aa-ts"
 BATCH = "aa-batch"
 """On the first record of each record batch the mirror producer writes into DC B:
 ``B/<producer id>`` (:func:`batch_mark`). It says "every record of this batch is a mirror's
-copy" to the flows that read B (:mod:`aa.mirror.batches`); ignored by :func:`read`, stripped
+copy" to the flows that read B (:mod:`aa.kafka.fetched`); ignored by :func:`read`, stripped
 when forwarded."""
 PROVENANCE_HEADERS = frozenset({ORIGIN, PATH, SRC})
 MIRROR_HEADERS = PROVENANCE_HEADERS | {MIRRORED_AT, BATCH}

@@ -5,7 +5,7 @@ route it, append the forwarded records to a batch. Prints microseconds per recor
 The partition holds 300 record batches of 50 records of 512 B, in turn written by an
 application in SF, by the NYC->SF mirror and by the LON->SF mirror, so the flow SF->NYC forwards
 a third of what it reads. ``--marks`` gives the mirrors' batches their ``aa-batch`` mark and the
-flow its batch skipper (:mod:`aa.mirror.batches`), as ``aa run`` does; ``--profile`` adds a
+flow its batch skipper (:mod:`aa.kafka.fetched`), as ``aa run`` does; ``--profile`` adds a
 cProfile table.
 """
 
@@ -26,8 +26,9 @@ from aiokafka.record.default_records import DefaultRecordBatchBuilder
 from aiokafka.structs import TopicPartition
 
 from aa.config import read_yaml
+from aa.kafka import fetched, switch
 from aa.logs import get_logger
-from aa.mirror import batches, restamp
+from aa.mirror import restamp
 from aa.mirror.context import StageContext
 from aa.mirror.delivery import AtLeastOnce, FlowClients
 from aa.mirror.limits import TargetLimits
@@ -138,18 +139,18 @@ def main(argv: list[str] | None = None) -> None:
     router = FlowRouter(topology, flow)
     blob = partition_blob(300, 50, args.marks, args.local)
     reads = 300 * 50
-    batches.install()
+    fetched.install()
 
-    lean = getattr(batches, "LeanRecords", None)  # the flow's consumer decodes lean
+    lean = getattr(fetched, "LeanRecords", None)  # the flow's consumer decodes lean
 
     raw = args.forwarder and restamp.enabled()  # as aa run: AA_PURE_PYTHON=1 turns it off
 
     def decode() -> list[Any]:
-        skipper = batches.BatchSkipper("SF") if args.marks else (lean() if lean else None)
+        skipper = switch.BatchSkipper("SF") if args.marks else (lean() if lean else None)
         if skipper is not None:
             skipper.raw = raw
-        fetched = fetcher.MemoryRecords(blob)  # batches.install() wraps it (the bytes, for raw)
-        records = fetcher.PartitionRecords(TP, fetched, [], 0, skipper, None, True, 0)
+        memory = fetcher.MemoryRecords(blob)  # fetched.install() wraps it (the bytes, for raw)
+        records = fetcher.PartitionRecords(TP, memory, [], 0, skipper, None, True, 0)
         return list(records)
 
     def copy() -> int:

@@ -114,6 +114,10 @@ TEST_BROKER = (
 within half a second of their timeout (Kafka's default scan: every 10 s)."""
 
 
+BROKER_START_S = 300.0
+"""How long the harness waits for its brokers to answer (``aa dev up`` waits 90 s)."""
+
+
 def start_local_clusters(
     names: tuple[str, ...], root: Path, extra: tuple[tuple[str, str], ...] = ()
 ) -> list[devcluster.DevCluster]:
@@ -127,8 +131,10 @@ def start_local_clusters(
         for i, name in enumerate(names)
     ]
     # `up` runs its own event loop; from inside an async test, give it a thread of its own.
+    # A broker that exits fails at once; one that is alive but slow (a loaded machine: JVMs of
+    # several sessions starting at once took over 90 s) is waited for.
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        pool.submit(devcluster.up, specs, heap="384m").result()
+        pool.submit(devcluster.up, specs, heap="384m", timeout=BROKER_START_S).result()
     return specs
 
 

@@ -8,6 +8,7 @@ about which setting it is used for; :mod:`aa.config.schema` ties kinds to settin
 
 from __future__ import annotations
 
+import datetime
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -152,6 +153,35 @@ class MaybeText(Text):
 
     def read(self, node: Field) -> str | None:  # type: ignore[override]  # None: not set
         return None if node.value is None else node.text()
+
+
+@dataclass(frozen=True, slots=True)
+class Moment(Kind):
+    """A moment in time: ISO 8601 with its zone (``2026-11-24T00:00:00Z``), kept as written in
+    UTC (:func:`moment_ms` gives its epoch milliseconds)."""
+
+    def read(self, node: Field) -> str:
+        value = node.value
+        if isinstance(value, datetime.datetime):  # YAML reads an unquoted timestamp itself
+            moment = value
+        elif isinstance(value, datetime.date):
+            raise node.error(f"{value} is a date without a time and zone", self.allowed())
+        else:
+            try:
+                moment = datetime.datetime.fromisoformat(node.text().replace("Z", "+00:00"))
+            except ValueError:
+                raise node.error(f"{value!r} is not a time", self.allowed()) from None
+        if moment.tzinfo is None:
+            raise node.error(f"{value!s} has no time zone", self.allowed())
+        return moment.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    def allowed(self) -> str:
+        return "an ISO 8601 time with its zone, e.g. `2026-11-24T00:00:00Z`"
+
+
+def moment_ms(text: str) -> int:
+    """Epoch milliseconds of a :class:`Moment`'s value."""
+    return int(datetime.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() * 1000)
 
 
 _HOST_PORT = re.compile(r"^[^\s:,]+:(\d{1,5})$")

@@ -14,6 +14,7 @@ from aa.config.kinds import (
     Filter,
     Integer,
     MaybeText,
+    Moment,
     Number,
     Rate,
     Separator,
@@ -81,6 +82,14 @@ class LoopPrevention:
     style: PrefixStyle = setting("rename", Choice(PREFIX_STYLES))
     """`rename` (MM2 style: `users` in SF becomes `SF.users` elsewhere) or `book` (applications
     write `SF.users` in SF; copied under the same name)"""
+    unmarked_copies_before: str = setting("2026-11-24T00:00:00Z", Moment())
+    """`aa-*` headers count only on records in batches a mirror wrote into the DC they are read
+    from (each such batch carries the mirror's `aa-batch` mark); on any other record they are
+    an application's, and the record is copied as a new local event. Records older than this
+    (by CreateTime) in unmarked batches are still judged by their headers: aa marks its
+    batches since 2026-11-24, so copies written before that by an older aa are not copied a
+    second time when a new flow or a rewind reads them. Set it to the time every `aa run` was
+    upgraded if that was later"""
 
 
 @section(feeds_flow=True)

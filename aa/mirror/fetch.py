@@ -9,7 +9,7 @@ only logs what a listener raises; so a failed drain is recorded here and re-rais
 had worked (and its commit, which did not happen, is never made later for it).
 
 A batch that fails its CRC check (a damaged source log) ends its partition's list as a
-:class:`~aa.mirror.batches.CorruptBatch`. :meth:`Fetcher.next_batch` takes it out and moves the
+:class:`~aa.kafka.fetched.CorruptBatch`. :meth:`Fetcher.next_batch` takes it out and moves the
 partition's position back to it, so the records before it are copied and committed and the
 batch is fetched once more (a fault in transit would not repeat); damaged at the same offset
 again, :attr:`Fetcher.damage` is the error that stops the flow for good, before it.
@@ -23,7 +23,8 @@ from typing import Any, Protocol
 
 from aiokafka import ConsumerRebalanceListener, TopicPartition
 
-from aa.mirror.batches import BatchSkipper, CorruptBatch
+from aa.kafka.fetched import CorruptBatch
+from aa.kafka.switch import BatchSkipper
 from aa.mirror.context import StageContext
 from aa.mirror.errors import FlowError
 from aa.mirror.memory import PartitionShare
@@ -42,7 +43,7 @@ class Fetcher:
     ) -> None:
         self.ctx = ctx
         self.skipper = skipper
-        """The consumer's batch skipper (:mod:`aa.mirror.batches`), whose counts go to metrics."""
+        """The consumer's batch skipper (:mod:`aa.kafka.fetched`), whose counts go to metrics."""
         self.share = share
         """Keeps the per-partition fetch size within the memory budget (:mod:`aa.mirror.memory`)."""
         self.routing = asyncio.Lock()

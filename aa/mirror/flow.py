@@ -23,9 +23,10 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
 from aa.admin import ClusterAdmin, TopicRefused
 from aa.coordinators import CoordinatorBlocked, unless_blocked, waited
+from aa.kafka import fetched, switch
 from aa.lifecycle import started
 from aa.logs import get_logger
-from aa.mirror import batches, restamp
+from aa.mirror import restamp
 from aa.mirror.commit import Committer
 from aa.mirror.context import StageContext
 from aa.mirror.control import Applied, FlowControl
@@ -93,7 +94,8 @@ class MirrorFlow:
         self.syncs: OffsetSyncWriter | None = None
         self.target_admin: ClusterAdmin | None = None
         self._producer: AIOKafkaProducer | None = None
-        self._skipper: batches.BatchSkipper | None = None
+        self._skipper: switch.BatchSkipper | None = None
+        self._lean: switch.LeanRecords | None = None
         self._consumer: AIOKafkaConsumer | None = None
         self._placement: Placement | None = None
         self._settler: Settler | None = None
@@ -182,11 +184,12 @@ class MirrorFlow:
                 self.syncs = OffsetSyncWriter(producer, s.sync_topic, partitions=parts)
             group = self.delivery.group_id()
             self._skipper = None
-            batches.install()
+            fetched.install()
             if not getattr(self.router, "forwards_mirrored", lambda: True)():
-                self._skipper = batches.BatchSkipper(s.source)
+                self._skipper = switch.BatchSkipper(s.source)
             budget = MemoryBudget.of(s)
-            lean = self._skipper or batches.LeanRecords()
+            # lean records, told apart by who wrote their batch (mirror or application)
+            lean = self._lean = self._skipper or switch.LeanRecords(s.source)
             # local batches re-encoded whole (not in transactions): see restamp
             lean.raw = restamp.enabled() and not self.delivery.transactional
             consumer = self._consumer = AIOKafkaConsumer(
@@ -279,7 +282,8 @@ class MirrorFlow:
         share = PartitionShare(MemoryBudget.of(s), ctx.clients.consumer, s.fetch_min_bytes)
         self._placement = Placement(ctx, topics)
         self._fetcher = Fetcher(ctx, self._skipper, share)
-        self._forwarder = Forwarder(ctx, self._placement, target, self._fetcher.set_lag)
+        believed = self._lean.believed if self._lean is not None else None
+        self._forwarder = Forwarder(ctx, self._placement, target, self._fetcher.set_lag, believed)
         self._settler = Settler(ctx, target)
         self._committer = Committer(ctx, self._settler, target)
         self._expiry = ExpiryCheck(ctx)

@@ -41,7 +41,7 @@ class Pending:
     )
     """Per submitted batch: its delivery future, the source records it holds (in order, so
     the i-th record landed at the batch's base offset + i), the target topic and the source
-    partition (fetched records carry no topic or partition: see :mod:`aa.mirror.batches`)."""
+    partition (fetched records carry no topic or partition: see :mod:`aa.kafka.fetched`)."""
     copied: Counter[TopicPartition] = field(default_factory=Counter)
     bytes: Counter[TopicPartition] = field(default_factory=Counter)
     timestamps: list[int] = field(default_factory=list)

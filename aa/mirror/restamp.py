@@ -9,7 +9,7 @@ and appends every record, re-encoded with those headers, to the target batch in 
 
 The common case only: the flow's consumer hands out a :class:`RawBatch` (the batch undecoded)
 for a fetched batch that is uncompressed, non-transactional, not a control batch, CreateTime,
-magic 2, CRC checked and wholly at or after the fetch position (:mod:`aa.mirror.batches`).
+magic 2, CRC checked and wholly at or after the fetch position (:mod:`aa.kafka.fetched`).
 The helper takes it only when every record is well formed, has contiguous offsets, no header
 key starting with ``aa-`` or outside ASCII, and is inside the target's limits; otherwise it
 writes nothing and the batch is decoded by aiokafka and routed record by record as before

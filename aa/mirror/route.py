@@ -21,6 +21,7 @@ from typing import Any
 from aiokafka import TopicPartition
 
 from aa.kafka.records import RawName
+from aa.kafka.switch import MirrorRanges
 from aa.mirror.context import StageContext
 from aa.mirror.limits import SCREEN_SLACK, TargetLimits, headers_size
 from aa.mirror.pending import Batch, Pending, TopicRefusal
@@ -79,11 +80,15 @@ class Forwarder:
         placement: Placement,
         target: Target,
         set_lag: Callable[[TopicPartition, int], None],
+        believed: MirrorRanges | None = None,
     ) -> None:
         self.ctx = ctx
         self.placement = placement
         self.target = target
         self.set_lag = set_lag
+        self.believed = believed
+        """Where the consumer found batches a mirror wrote into the source DC: only their
+        records' ``aa-*`` headers count (:mod:`aa.kafka.switch`); ``None``: every record's."""
         self._lanes = len(target.marks)  # one mark per producer
         self._marks = [b"".join(encode_header(k, v) for k, v in m) for m in target.marks]
         """Per producer, the ``aa-batch`` mark encoded, for the batch path."""
@@ -134,6 +139,8 @@ class Forwarder:
                 pending.bytes[tp] += run.nbytes
                 continue
             after = next_offset(records)
+            if self.believed is not None:
+                self.believed.release(tp, after)
             pending.offsets[tp] = after
             pending.copied[tp] += run.forwarded
             pending.bytes[tp] += run.nbytes
@@ -226,7 +233,8 @@ class Forwarder:
         open_batches = run.open
         nbytes = forwarded = 0
         go_on = True
-        routes = self.ctx.router.route_batch(tp.topic, tp.partition, records)
+        believed = self.believed.believed(tp) if self.believed is not None else None
+        routes = self.ctx.router.route_batch(tp.topic, tp.partition, records, believed)
         for r, route in zip(records, routes, strict=True):
             if type(route) is list:
                 ts, key, value = r.timestamp, r.key, r.value

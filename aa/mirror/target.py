@@ -128,7 +128,7 @@ class Target:
         """The copies' producers: target partition ``p`` goes through ``p % len``."""
         self.marks = [_batch_mark(p, ctx.settings.target) for p in self.producers]
         """Per lane, ``aa-batch`` for the first record of each batch its producer sends
-        (:mod:`aa.mirror.batches`: the mark names the producer id the batch carries)."""
+        (:mod:`aa.kafka.fetched`: the mark names the producer id the batch carries)."""
         self._lanes: dict[tuple[str, int], tuple[int, asyncio.Future[Any] | None]] = {}
         """Per target partition, its lane and the last batch submitted through it."""
         self._known: dict[tuple[int, str], int] = {}

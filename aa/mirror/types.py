@@ -7,7 +7,7 @@ forwarded and with which headers.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -53,8 +53,16 @@ class Router(Protocol):
         """The headers to write in the target, or why not to copy the record."""
         ...
 
-    def route_batch(self, source_topic: str, partition: int, records: Sequence[Any]) -> list[Route]:
-        """:meth:`route` for each record (anything with ``offset`` and ``headers``), in order;
-        the flow calls this once per fetched partition batch. Each forward route is a new list
-        the flow owns (it appends ``aa-ts`` to it in place)."""
+    def route_batch(
+        self,
+        source_topic: str,
+        partition: int,
+        records: Sequence[Any],
+        believed: Callable[[int], bool] | None = None,
+    ) -> list[Route]:
+        """:meth:`route` for each record (anything with ``offset``, ``timestamp`` and
+        ``headers``), in order; the flow calls this once per fetched partition batch. Each
+        forward route is a new list the flow owns (it appends ``aa-ts`` to it in place).
+        ``believed`` says which offsets lie in batches a mirror wrote into the source DC: only
+        there do ``aa-*`` headers count (:mod:`aa.kafka.switch`)."""
         ...

@@ -10,11 +10,13 @@ headers pays one scan plus a dict lookup keyed by its raw ``aa-origin``/``aa-pat
 
 Decision for a record with ``aa-*`` headers (origin O, path P, src S) read in A on flow A→B:
 
-1. unless a mirror wrote it into A (:func:`aa.provenance.mirrored_into`: all three headers well
-   formed, P from O to A, S naming O and this topic) it is *local*: an application wrote it in
-   A, perhaps re-producing a mirrored record with its headers copied. Its stale ``aa-*``
-   headers are replaced by A's fresh provenance and it is forwarded like any local record —
-   never skipped, never a reason to stop the flow;
+1. unless a mirror wrote it into A — it lies in a batch carrying a mirror's ``aa-batch`` mark
+   (:mod:`aa.kafka.switch`, the ``believed`` offsets of :meth:`FlowRouter.route_batch`) and its
+   headers are a mirror's (:func:`aa.provenance.mirrored_into`: all three well formed, P from O
+   to A, S naming O and this topic) — it is *local*: an application wrote it in A, perhaps
+   re-producing a mirrored record with its headers copied. Its stale ``aa-*`` headers are
+   replaced by A's fresh provenance and it is forwarded like any local record — never
+   skipped, never a reason to stop the flow;
 2. P names a DC twice → skip ``looped``; B is O or on P → skip ``visited``;
 3. headers mode: O not a DC of the topology → skip ``unknown-origin``; A→B not on O's route
    tree (:mod:`aa.policy.routes`) → skip ``not-on-route`` (in a full mesh: every record that did
@@ -32,9 +34,10 @@ offset); per record only the offset's digits are checked.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
+from aa.config.kinds import moment_ms
 from aa.config.model import Flow, Topology
 from aa.logs import get_logger
 from aa.mirror.types import Headers, Route, Skip
@@ -72,6 +75,9 @@ class RecordLike(Protocol):
     def offset(self) -> int: ...
 
     @property
+    def timestamp(self) -> int: ...
+
+    @property
     def headers(self) -> Headers: ...
 
 
@@ -104,6 +110,10 @@ class FlowRouter:
         self._decisions: dict[tuple[str, bytes, bytes, bytes], Route | _Forward] = {}
         self.foreign_seen = 0
         """Distinct foreign provenances (origin, path, src without offset) treated as local."""
+        self._unmarked_before = moment_ms(topology.loop_prevention.unmarked_copies_before)
+        self._unmarked_topics: set[str] = set()
+        self.unmarked_seen = 0
+        """Records with ``aa-*`` headers outside mirror-written batches, copied as local."""
 
     # -- topics -----------------------------------------------------------------------------
 
@@ -124,7 +134,7 @@ class FlowRouter:
 
         False in headers mode when no other DC's route tree uses this flow (a full mesh: each
         flow forwards only its source's own records); the flow may then skip batches the
-        mirror wrote without reading their records (:mod:`aa.mirror.batches`). Prefix mode
+        mirror wrote without reading their records (:mod:`aa.kafka.fetched`). Prefix mode
         decides by topic, so it answers True (no batch skipping there).
         """
         if not self._headers_mode:
@@ -156,23 +166,59 @@ class FlowRouter:
             )
         return stamp
 
-    def route_batch(self, topic: str, partition: int, records: Sequence[RecordLike]) -> list[Route]:
-        """:meth:`route` for every record of one fetched partition batch, in order."""
+    def route_batch(
+        self,
+        topic: str,
+        partition: int,
+        records: Sequence[RecordLike],
+        believed: Callable[[int], bool] | None = None,
+    ) -> list[Route]:
+        """:meth:`route` for every record of one fetched partition batch, in order.
+
+        ``believed``: whether the record at an offset is in a batch a mirror wrote into the
+        source DC (:class:`aa.kafka.switch.MirrorRanges`); elsewhere its ``aa-*`` headers are
+        an application's and it is local — unless it is older than
+        ``loop_prevention.unmarked_copies_before`` (written before aa marked its batches).
+        ``None`` believes every record's headers (their shape is still checked)."""
         if self.topics.decide(topic).target is None:
             return [SKIP_NOT_ROUTED] * len(records)
         stamp = self.local_stamp(topic, partition)
         out: list[Route] = []
         append = out.append
         local = stamp.headers
+        before = self._unmarked_before
         for r in records:
             headers = r.headers
             for key, _ in headers:
                 if key.startswith(PREFIX):
-                    append(self._with_provenance(topic, partition, r.offset, headers))
+                    if believed is None or believed(r.offset) or 0 <= r.timestamp < before:
+                        append(self._with_provenance(topic, partition, r.offset, headers))
+                    else:
+                        append(self._unmarked(topic, partition, r.offset, headers))
                     break
             else:
                 append(local(r.offset, headers))
         return out
+
+    def _unmarked(self, topic: str, partition: int, offset: int, headers: Headers) -> Route:
+        """A record with ``aa-*`` headers outside a mirror's batch: an application wrote it
+        (re-producing a copy, say); copied as a new local event. Logged once per topic."""
+        if topic not in self._unmarked_topics and len(self._unmarked_topics) < CACHE_LIMIT:
+            self._unmarked_topics.add(topic)
+            _log.info(
+                "provenance_not_believed",
+                flow=self.flow.name,
+                topic=topic,
+                partition=partition,
+                offset=offset,
+                detail=(
+                    f"{topic} in {self.source} holds a record with aa-* headers that no mirror "
+                    "wrote (not in a batch a mirror marked): an application's record, copied "
+                    "with fresh provenance like any record written there"
+                ),
+            )
+        self.unmarked_seen += 1
+        return self._local(topic, partition, offset, headers)
 
     def _with_provenance(self, topic: str, partition: int, offset: int, headers: Headers) -> Route:
         origin = path = src = None

@@ -50,7 +50,9 @@ class OriginOnlyRouter:
     def target_topic(self, source_topic: str) -> str | None:
         return source_topic
 
-    def route_batch(self, topic: str, partition: int, records: Sequence[Any]) -> list[Route]:
+    def route_batch(
+        self, topic: str, partition: int, records: Sequence[Any], believed: Any = None
+    ) -> list[Route]:
         return [self.route(topic, partition, r.offset, r.headers) for r in records]
 
     def route(

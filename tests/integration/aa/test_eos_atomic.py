@@ -153,7 +153,7 @@ class _StallsOnce(OriginOnlyRouter):
         super().__init__(source, target, pattern)
         self.calls, self._stall_s = 0, stall_s
 
-    def route_batch(self, topic: str, partition: int, records: Any) -> Any:
+    def route_batch(self, topic: str, partition: int, records: Any, believed: Any = None) -> Any:
         self.calls += 1
         if self.calls == 2:
             time.sleep(self._stall_s)  # on purpose: nothing of the process runs meanwhile

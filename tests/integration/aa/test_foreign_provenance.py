@@ -33,6 +33,8 @@ async def test_records_with_copied_or_partial_provenance_are_copied_and_the_flow
         ],  # re-produced
         [("aa-origin", b"\xff\xfe")],  # not UTF-8
         [("aa-origin", b"SF"), ("aa-origin", b"SF")],  # repeated
+        # as a mirror would write it into SF, but an application's batch: local too (issue 29,
+        # item 3; it was skipped as NYC's own)
         [("aa-origin", b"NYC"), ("aa-path", b"NYC,SF"), ("aa-src", f"NYC/{topic}/0/1".encode())],
     ]
     await produce(
@@ -44,14 +46,14 @@ async def test_records_with_copied_or_partial_provenance_are_copied_and_the_flow
     )
     [(settings, router)] = build_flows(t, t.inbound("NYC"))
     async with running_flow(settings, router) as (_flow, task):
-        copied = await consume_all(nyc, topic, count=5, settle=1.0)
+        copied = await consume_all(nyc, topic, count=6, settle=1.0)
         await eventually(
             lambda: _equals(committed(sf, settings.group_id, topic, 1), {0: 6}),
             timeout=60,
             message="source offset 6 committed",
         )
         assert not task.done()  # still running: nothing stopped it
-    assert [r.value for r in copied] == [b"v0", b"v1", b"v2", b"v3", b"v4"]  # v5 is NYC's own
+    assert [r.value for r in copied] == [b"v0", b"v1", b"v2", b"v3", b"v4", b"v5"]
     for i, r in enumerate(copied):
         # aa-ts (when copied) and aa-batch (the mirror's mark on a batch's first record) aside
         aa = [(k, v) for k, v in r.headers if k.startswith("aa-") and k not in {"aa-ts", BATCH}]
@@ -64,3 +66,32 @@ async def test_records_with_copied_or_partial_provenance_are_copied_and_the_flow
 
 async def _equals(coro: object, want: object) -> bool:
     return await coro == want  # type: ignore[misc]
+
+
+async def test_an_application_re_producing_a_mirrored_record_into_the_same_topic_is_copied_back(
+    dc_clusters: dict[str, DcCluster], unique_name: Callable[[str], str]
+) -> None:
+    """SF->NYC copies a record; an application in NYC reads the copy and writes it again,
+    headers and all, into the same topic; NYC->SF copies that record to SF as NYC's own
+    event (issue 29, item 3: every flow skipped it as "SF's record, already there")."""
+    sf, nyc = dc_clusters["SF"].bootstrap, dc_clusters["NYC"].bootstrap
+    topic = await create_topic(sf, unique_name("reproduced"), partitions=1)
+    await create_topic(nyc, topic, partitions=1)
+    await produce(sf, topic, [Rec(b"k", b"first", partition=0)])
+    t = read_yaml(
+        f"datacenters:\n  SF: {{bootstrap: '{sf}'}}\n  NYC: {{bootstrap: '{nyc}'}}\n"
+        f"flows: full-mesh\ntopics: ['{topic}']\n"
+        "heartbeats: {enabled: false}\ncheckpoints: {enabled: false}\n"
+    )
+    [(into_nyc, nyc_router)] = build_flows(t, t.inbound("NYC"))
+    [(into_sf, sf_router)] = build_flows(t, t.inbound("SF"))
+    async with running_flow(into_nyc, nyc_router), running_flow(into_sf, sf_router):
+        [copy] = await consume_all(nyc, topic, count=1, settle=0.5)
+        # the application: the copy's key, value and headers, written again in NYC
+        headers = [(k, v) for k, v in copy.headers if k != BATCH]
+        await produce(nyc, topic, [Rec(copy.key, b"again", headers, partition=0)])
+        got = await consume_all(sf, topic, count=2, timeout=60, settle=1.0)
+    assert [r.value for r in got] == [b"first", b"again"]
+    again = dict(got[1].headers)
+    assert again["aa-origin"] == b"NYC"
+    assert again["aa-src"] == f"NYC/{topic}/0/1".encode()

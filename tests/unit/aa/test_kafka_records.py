@@ -17,8 +17,8 @@ from aiokafka.structs import TopicPartition
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from aa.kafka import fetched, switch
 from aa.kafka.records import BATCH_HEADER, RawName, decode_batch, record_bytes
-from aa.mirror import batches
 from aa.mirror.restamp import RawBatch
 
 pytestmark = pytest.mark.unit
@@ -92,8 +92,8 @@ def _raw(name: str) -> bytes:
 ODD = [(RawName(b"\xff\xfekey"), b"v"), ("ok", b"1")]
 
 
-def _consumer(blob: bytes, switch: batches.LeanRecords) -> Any:
-    batches.install()
+def _consumer(blob: bytes, switch: switch.LeanRecords) -> Any:
+    fetched.install()
     from aiokafka.consumer import fetcher  # the names install() replaced
 
     return fetcher.PartitionRecords(TP, fetcher.MemoryRecords(blob), [], 0, switch, None, True, 0)
@@ -109,7 +109,7 @@ BLOB = (
 
 @pytest.mark.parametrize(
     "switch",
-    [batches.LeanRecords, lambda: batches.BatchSkipper("SF")],
+    [switch.LeanRecords, lambda: switch.BatchSkipper("SF")],
     ids=["lean", "skipper"],
 )
 def test_a_batch_aiokafka_cannot_decode_is_read_whole_by_aa(switch: Any) -> None:

@@ -13,8 +13,8 @@ import pytest
 from aiokafka import TopicPartition
 from aiokafka.errors import KafkaConnectionError
 
+from aa.kafka.fetched import CorruptBatch
 from aa.logs import get_logger
-from aa.mirror.batches import CorruptBatch
 from aa.mirror.commit import Committer
 from aa.mirror.context import StageContext
 from aa.mirror.delivery import AtLeastOnce, FlowClients
@@ -66,7 +66,9 @@ class Router:
     def target_topic(self, topic: str) -> str | None:
         return None if topic == "unrouted" else topic
 
-    def route_batch(self, topic: str, partition: int, records: Sequence[Any]) -> list[Route]:
+    def route_batch(
+        self, topic: str, partition: int, records: Sequence[Any], believed: Any = None
+    ) -> list[Route]:
         out: list[Route] = []
         for r in records:
             if r.offset in self.skip:

@@ -135,3 +135,34 @@ def test_forged_path_never_loops() -> None:
 class _Rec:
     def __init__(self, offset: int, headers: list[tuple[str, bytes]]) -> None:
         self.offset, self.headers = offset, headers
+
+
+class _Timed:
+    def __init__(self, offset: int, timestamp: int, headers: list[tuple[str, bytes]]) -> None:
+        self.offset, self.timestamp, self.headers = offset, timestamp, headers
+
+
+NOW_MS = 1_795_000_000_000
+"""A record's CreateTime (2026-11-18), before or after each test's cutoff."""
+BACK = [("aa-origin", b"NYC"), ("aa-path", b"NYC,SF"), ("aa-src", b"NYC/users/0/7")]
+
+
+def test_provenance_outside_a_mirrors_batch_is_an_applications_and_copied() -> None:
+    """Issue 29, item 3: a perfect NYC copy re-produced into SF's ``users`` by an application
+    is not in a batch a mirror marked, so SF->NYC copies it as SF's own record; the same
+    headers on a record of a mirror's batch are still believed (skipped, ``visited``)."""
+    t = topo("loop_prevention: {mode: headers, unmarked_copies_before: 2026-01-01T00:00:00Z}\n")
+    r = FlowRouter(t, t.flow("SF->NYC"))
+    records = [_Timed(4, NOW_MS, list(BACK)), _Timed(5, NOW_MS, list(BACK))]
+    routes = r.route_batch("users", 0, records, lambda offset: offset == 5)
+    assert routes == [local("users", 0, 4), Skip("visited")]
+    assert r.unmarked_seen == 1
+
+
+def test_unmarked_copies_older_than_the_cutoff_are_judged_by_their_headers() -> None:
+    """Copies an aa without batch marks wrote (before ``unmarked_copies_before``) keep being
+    recognised, so a new flow reading them does not copy them again."""
+    t = topo("loop_prevention: {mode: headers, unmarked_copies_before: 2027-01-01T00:00:00Z}\n")
+    r = FlowRouter(t, t.flow("SF->NYC"))
+    routes = r.route_batch("users", 0, [_Timed(4, NOW_MS, list(BACK))], lambda offset: False)
+    assert routes == [Skip("visited")]

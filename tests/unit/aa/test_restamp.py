@@ -21,7 +21,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from aa.config import read_yaml
-from aa.mirror import batches, restamp
+from aa.kafka import fetched, switch
+from aa.mirror import restamp
 from aa.mirror.limits import TargetLimits
 from aa.mirror.route import Forwarder
 from aa.mirror.settings import FlowSettings
@@ -115,13 +116,13 @@ def copy(
     on_error: str = "fail",
 ) -> dict[str, Any]:
     """One fetched partition through the flow's consumer decoding and Forwarder."""
-    batches.install()
-    switch = batches.LeanRecords()
-    switch.raw = raw
-    fetched = fetcher.PartitionRecords(
-        TP, fetcher.MemoryRecords(blob), [], fetch_offset, switch, None, True, 0
+    fetched.install()
+    lean = switch.LeanRecords()
+    lean.raw = raw
+    fetch = fetcher.PartitionRecords(
+        TP, fetcher.MemoryRecords(blob), [], fetch_offset, lean, None, True, 0
     )
-    records = list(fetched)
+    records = list(fetch)
     raw_batches = sum(type(r) is restamp.RawBatch for r in records)
     target = _Target(batch_size, mark)
     s = FlowSettings("SF", "NYC", {}, {}, "g", on_error=on_error)
@@ -146,7 +147,7 @@ def copy(
         "offsets": pending.offsets,
         "copied": {tp.topic: n for tp, n in pending.copied.items()},
         "bytes": dict(pending.bytes),
-        "fetch_position": fetched.next_fetch_offset,
+        "fetch_position": fetch.next_fetch_offset,
         "dead": target.dead,
         "stopped": repr(pending.malformed) + repr([f.reason for f in pending.failed.values()]),
         "raw_batches": raw_batches,
@@ -288,14 +289,14 @@ def test_a_corrupt_batch_is_refused_on_both_paths(raw: bool) -> None:
     intact = source_batch(0, EDGES)
     blob = bytearray(intact + source_batch(len(EDGES), EDGES) + source_batch(2 * len(EDGES), EDGES))
     blob[len(intact) * 2 - 1] ^= 0xFF  # the second batch's last value byte: its CRC fails
-    batches.install()
-    switch = batches.LeanRecords()
-    switch.raw = raw
-    fetched = fetcher.PartitionRecords(
-        TP, fetcher.MemoryRecords(bytes(blob)), [], 0, switch, None, True, 0
+    fetched.install()
+    lean = switch.LeanRecords()
+    lean.raw = raw
+    partition = fetcher.PartitionRecords(
+        TP, fetcher.MemoryRecords(bytes(blob)), [], 0, lean, None, True, 0
     )
-    got = list(fetched)
-    assert got[-1] == batches.CorruptBatch(len(EDGES))
+    got = list(partition)
+    assert got[-1] == fetched.CorruptBatch(len(EDGES))
     decoded = [r for item in got[:-1] for r in (item.records() if raw else [item])]
     assert [r.offset for r in decoded] == list(range(len(EDGES)))
     plain = fetcher.PartitionRecords(

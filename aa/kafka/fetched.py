@@ -1,4 +1,4 @@
-"""Skip whole record batches that a mirror wrote, reading one record of each (headers mode).
+"""The flow consumer's hook into aiokafka: lean records, raw batches, mirror batches told apart.
 
 In a full mesh each flow A→B forwards only the records applications wrote in A; the copies the
 other flows wrote into A (two thirds of A's topic in a 3-DC mesh) are skipped. Decoding them
@@ -34,7 +34,6 @@ from __future__ import annotations
 import functools
 import itertools
 import struct
-from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -43,40 +42,10 @@ from aiokafka.consumer import fetcher as _fetcher
 from aiokafka.structs import TopicPartition
 
 from aa.kafka.records import decode_batch
+from aa.kafka.switch import BatchSkipper, LeanRecords
 from aa.mirror.restamp import RawBatch, crc_ok
-from aa.provenance import BATCH, batch_marked_by
 
 _LENGTH = struct.Struct(">i")
-
-
-class LeanRecords:
-    """The per-consumer switch: pass it as the consumer's ``key_deserializer`` to get
-    aiokafka's decoded records as they are (see the module doc)."""
-
-    raw = False
-    """Hand out eligible batches undecoded (:class:`~aa.mirror.restamp.RawBatch`)."""
-
-    def __call__(self, key: bytes | None) -> bytes | None:  # never called: see _PartitionRecords
-        return key
-
-
-class BatchSkipper(LeanRecords):
-    """Lean records, and mirror-written batches skipped: the switch and its tally."""
-
-    def __init__(self, source_dc: str) -> None:
-        self.source_dc = source_dc
-        self.skipped: Counter[TopicPartition] = Counter()
-        """Offsets skipped per partition since the last :meth:`take` (mirror-written batches)."""
-
-    def take(self) -> Counter[TopicPartition]:
-        out, self.skipped = self.skipped, Counter()
-        return out
-
-    def skips(self, first_headers: Any, producer_id: int | None) -> bool:
-        for key, value in first_headers:
-            if key == BATCH:
-                return batch_marked_by(value, self.source_dc, producer_id)
-        return False
 
 
 class _Skipped:
@@ -199,16 +168,16 @@ class _Records:
         self,
         records: Any,
         tp: TopicPartition,
-        skipper: BatchSkipper | None,
+        switch: LeanRecords,
         check_crcs: bool,
         at: int,
         data: Any,
-        raw: bool,
     ) -> None:
-        self._records, self._tp, self._skipper, self._check_crcs = records, tp, skipper, check_crcs
+        self._records, self._tp, self._switch, self._check_crcs = records, tp, switch, check_crcs
+        self._skipper = switch if isinstance(switch, BatchSkipper) else None
         self._at = at  # the fetch offset: records before it are not this fetch's
         self._data = memoryview(data) if data is not None else None
-        self._raw = raw and data is not None  # hand out eligible batches undecoded
+        self._raw = switch.raw and data is not None  # hand out eligible batches undecoded
         self._pos = 0  # where the next batch starts in data
         self._damaged = False  # a batch failed its CRC: this partition's fetch ends there
         self.whole: Any = None
@@ -246,40 +215,38 @@ class _Records:
         if self._check_crcs and not (crc_ok(whole) if raw else batch.validate_crc()):
             self._damaged = True
             return _Damaged(max(batch.base_offset, self._at))
-        if not plain or (self._skipper is None and not raw):
+        if not plain or (self._switch.source_dc is None and not raw):
             return batch
-        if self._skipper is not None:
-            records = iter(batch)  # aiokafka's C batch decodes from its __iter__ on
-            try:
-                first = next(records, None)
-            except UnicodeDecodeError:  # a header name that is not UTF-8: aa decodes it
-                if whole is None:
-                    raise
-                decoded = decode_batch(whole)
-                if not decoded:
-                    return _Skipped(batch.base_offset, batch.next_offset)
-                return self._skipped(batch, decoded[0]) or _Decoded(batch, decoded)
-            if first is None:  # emptied by compaction: nothing to read (nor to iterate again)
+        # the first record says whose the batch is (the mark): decoded alone, then the rest
+        records: Any = iter(batch)  # aiokafka's C batch decodes from its __iter__ on
+        decoded = None
+        try:
+            first = next(records, None)
+        except UnicodeDecodeError:  # a header name that is not UTF-8: aa decodes it
+            if whole is None:
+                raise
+            decoded = decode_batch(whole)
+            first = decoded[0] if decoded else None
+        if first is None:  # emptied by compaction: nothing to read (nor to iterate again)
+            return _Skipped(batch.base_offset, batch.next_offset)
+        switch = self._switch
+        if switch.source_dc is not None:
+            marked = switch.marked(first.headers, batch.producer_id)
+            if marked and self._skipper is not None:
+                self._skipper.skipped[self._tp] += batch.next_offset - max(self._at, first.offset)
+                self._at = batch.next_offset
                 return _Skipped(batch.base_offset, batch.next_offset)
-            skipped = self._skipped(batch, first)
-            if skipped is not None:
-                return skipped
-            if not raw:
-                return _Peeked(batch, first, records)
+            # a mirror's batch, or one whose first record (and mark) compaction removed
+            if switch.believed is not None and (marked or first.offset > batch.base_offset):
+                switch.believed.add(self._tp, batch.base_offset, batch.next_offset)
+        if decoded is not None:
+            return _Decoded(batch, decoded)
+        if not raw:
+            return _Peeked(batch, first, records)
         assert whole is not None
         return _Raw(
             batch, RawBatch(whole, batch.base_offset, batch.next_offset, batch.max_timestamp)
         )
-
-    def _skipped(self, batch: Any, first: Any) -> _Skipped | None:
-        """The batch stepped over when its first record carries the mark of a mirror that
-        wrote it into the source DC; ``None`` otherwise."""
-        assert self._skipper is not None
-        if not self._skipper.skips(first.headers, batch.producer_id):
-            return None
-        self._skipper.skipped[self._tp] += batch.next_offset - max(self._at, first.offset)
-        self._at = batch.next_offset
-        return _Skipped(batch.base_offset, batch.next_offset)
 
 
 class _Fetched:
@@ -326,9 +293,7 @@ class _PartitionRecords(_Base):  # type: ignore[misc]  # aiokafka's class is unt
             data, records = records.data, records.records
         lean = isinstance(key_deserializer, LeanRecords)
         if lean:
-            skipper = key_deserializer if isinstance(key_deserializer, BatchSkipper) else None
-            raw = key_deserializer.raw
-            records = _Records(records, tp, skipper, check_crcs, fetch_offset, data, raw)
+            records = _Records(records, tp, key_deserializer, check_crcs, fetch_offset, data)
             key_deserializer = None
             check_crcs = False  # _Records checks each batch once, and hands out a CorruptBatch
         super().__init__(
