@@ -14,12 +14,9 @@ import os
 import sys
 from collections.abc import Sequence
 
-from aiokafka.errors import KafkaError
-
 from aa import __version__
-from aa.cli.options import plain
+from aa.cli.stopping import Stopped, catch_sigterm
 from aa.errors import AaError
-from aa.logs import configure
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 CLOSED_PIPE_EXIT = 141
@@ -67,6 +64,8 @@ def build_parser() -> argparse.ArgumentParser:
 def _plain_help(parser: argparse.ArgumentParser) -> None:
     """Every description and help text of ``parser`` and its subcommands as plain text (the
     commands write them with reStructuredText literals: ``aa run``)."""
+    from aa.cli.options import plain  # imported after catch_sigterm() (see main)
+
     parser.description = plain(parser.description)
     for action in parser._actions:
         action.help = plain(action.help)
@@ -118,9 +117,29 @@ def _closed_pipe() -> int:
     return CLOSED_PIPE_EXIT
 
 
+STOPPED_EXIT = 143
+"""Exit code of a command other than ``aa run`` stopped by SIGTERM (128 + 15); ``aa run``, whose
+normal end is a SIGTERM, exits 0."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    # First of all, before the heavy imports (the commands, aiokafka, logging): a SIGTERM from
+    # here on stops the process cleanly (aa.cli.stopping).
+    catch_sigterm()
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        return _main(argv)
+    except Stopped:
+        return 0 if "run" in argv else STOPPED_EXIT
+
+
+def _main(argv: Sequence[str]) -> int:
+    from aiokafka.errors import KafkaError
+
+    from aa.logs import configure
+
     parser = build_parser()
-    args = parser.parse_args(glue_dash_values(sys.argv[1:] if argv is None else argv))
+    args = parser.parse_args(glue_dash_values(argv))
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

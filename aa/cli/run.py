@@ -9,6 +9,7 @@ from collections.abc import Coroutine, Sequence
 from typing import Any
 
 from aa.background import LAG_READ_SLACK_S, BackgroundTask, background_tasks
+from aa.cli import stopping
 from aa.cli.catchup import CatchUp, catch_up_task
 from aa.cli.options import flow_option, topology_command
 from aa.cli.plan import list_topics
@@ -110,6 +111,7 @@ async def _unless_stopped(check: Coroutine[Any, Any, None]) -> int | None:
         stopped = sig
         task.cancel()
 
+    before = stopping.taken()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop, sig)
     try:
@@ -120,6 +122,7 @@ async def _unless_stopped(check: Coroutine[Any, Any, None]) -> int | None:
     finally:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(sig)
+        stopping.restore(before)  # not the default, which kills (aa.cli.stopping)
     return stopped
 
 

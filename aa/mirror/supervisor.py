@@ -190,6 +190,9 @@ class Supervisor:
 
     async def run(self, *, install_signals: bool = True) -> None:
         loop = asyncio.get_running_loop()
+        # the process's own SIGTERM handler, put back afterwards: removing the loop's puts
+        # back the default, which kills the process (aa.cli.stopping)
+        before = signal.getsignal(signal.SIGTERM)
         if install_signals:
             for sig in (signal.SIGTERM, signal.SIGINT):
                 loop.add_signal_handler(sig, self.stop, sig)
@@ -215,6 +218,8 @@ class Supervisor:
             if install_signals:
                 for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1, signal.SIGHUP):
                     loop.remove_signal_handler(sig)
+                if before is not None:
+                    signal.signal(signal.SIGTERM, before)
         log.info("shutdown_complete")
 
     async def _shut_down(self, tasks: list[asyncio.Task[None]]) -> None:

@@ -4,6 +4,8 @@ matches no topic is named, a stop signal while it starts or runs exits 0 (SIGTER
 
 from __future__ import annotations
 
+import asyncio
+import os
 import re
 import signal
 import socket
@@ -156,3 +158,77 @@ async def test_an_include_pattern_matching_no_topic_is_named_at_start(
     event = orjson.loads(line)
     assert (event["flow"], event["source"], event["level"]) == ("SF->NYC", "SF", "warning")
     assert event["patterns"] == [re.escape(typo)], event
+
+
+def _catches_sigterm(pid: int) -> bool:
+    """Whether the process has a handler for SIGTERM now (Linux: SigCgt in /proc)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    caught = next(line for line in status.splitlines() if line.startswith("SigCgt:"))
+    return bool(int(caught.split()[1], 16) & (1 << (signal.SIGTERM - 1)))
+
+
+@pytest.mark.parametrize("after_s", [0.0, 0.5, 1.5])
+async def test_sigterm_at_any_moment_of_start_up_stops_the_process_cleanly(
+    tmp_path: Path,
+    dc_clusters: dict[str, DcCluster],
+    unique_name: Callable[[str], str],
+    after_s: float,
+) -> None:
+    """From the moment aa handles signals, a SIGTERM at any point of its start-up (imports,
+    config, pre-flight, the metrics server, the flows starting) ends it with exit 0 (issue 29,
+    item 11: a final `aa run` stopped just after it started was killed by the signal, -15)."""
+    sf, nyc = dc_clusters["SF"].bootstrap, dc_clusters["NYC"].bootstrap
+    config = write_topology(
+        tmp_path / "t.yaml", {"SF": sf, "NYC": nyc}, flows=["SF->NYC"], topics=[unique_name("t")]
+    )
+    proc = AaProcess(
+        ["run", "--config", str(config), "--flow", "SF->NYC", "--metrics-port", "0"],
+        tmp_path / "aa.log",
+    )
+    try:
+        await eventually(
+            lambda: _catches_sigterm(proc.proc.pid), timeout=60, interval=0.005,
+            message="aa handles SIGTERM",
+        )  # fmt: skip
+        await asyncio.sleep(after_s)
+        proc.proc.send_signal(signal.SIGTERM)
+        code = proc.proc.wait(60)
+    finally:
+        proc.stop()
+    assert code == 0, proc.output()[-2000:]
+
+
+async def test_sigterm_while_aa_run_reads_its_config_exits_cleanly(tmp_path: Path) -> None:
+    """The config is a pipe the test holds open and never writes: `aa run` waits reading it,
+    in its start-up, before any DC is contacted. A SIGTERM there ends it with exit 0 (issue 29,
+    item 11: aa handled SIGTERM only from its pre-flight check on, so a process stopped
+    earlier was killed by the signal)."""
+    config = tmp_path / "t.yaml"
+    os.mkfifo(config)
+    proc = AaProcess(
+        ["run", "--config", str(config), "--flow", "SF->NYC", "--metrics-port", "0"],
+        tmp_path / "aa.log",
+    )
+    writer = None
+    try:
+        # opening the write end succeeds once aa has opened the read end: it is reading now
+        writer = await eventually(
+            lambda: _write_end(config), timeout=60, interval=0.05, message="aa reads its config"
+        )
+        proc.proc.send_signal(signal.SIGTERM)
+        code = proc.proc.wait(60)
+    finally:
+        proc.stop()
+        if writer is not None:
+            os.close(writer)
+    assert code == 0, proc.output()[-2000:]
+
+
+def _write_end(fifo: Path) -> int | None:
+    try:
+        return os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+    except OSError:  # ENXIO: no reader yet
+        return None
