@@ -8,8 +8,11 @@ seconds would leak one per try. :func:`started` does the same for a bare aiokafk
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import signal
 import warnings
+from collections.abc import Callable, Iterator, Mapping
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
@@ -27,6 +30,25 @@ async def started(client: C) -> C:
             await (c.stop() if hasattr(c, "stop") else c.close())
         raise
     return client
+
+
+@contextlib.contextmanager
+def loop_signals(
+    loop: asyncio.AbstractEventLoop, handlers: Mapping[signal.Signals, Callable[[], object]]
+) -> Iterator[None]:
+    """``handlers`` on ``loop`` for the duration, then the process's own handlers back:
+    ``remove_signal_handler`` alone puts back the default, and the default for SIGTERM kills the
+    process (aa turns SIGTERM into a clean stop from its first line: :mod:`aa.cli.stopping`)."""
+    before = {sig: signal.getsignal(sig) for sig in handlers}
+    for sig, handler in handlers.items():
+        loop.add_signal_handler(sig, handler)
+    try:
+        yield
+    finally:
+        for sig, previous in before.items():
+            loop.remove_signal_handler(sig)
+            if previous is not None:
+                signal.signal(sig, previous)
 
 
 class AsyncResource:

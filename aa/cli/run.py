@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import signal
 from collections.abc import Coroutine, Sequence
 from typing import Any
 
 from aa.background import LAG_READ_SLACK_S, BackgroundTask, background_tasks
-from aa.cli import stopping
 from aa.cli.catchup import CatchUp, catch_up_task
 from aa.cli.options import flow_option, topology_command
 from aa.cli.plan import list_topics
 from aa.config import Flow, Topology, load_config
 from aa.errors import AaError
 from aa.lag import holds_heartbeats
+from aa.lifecycle import loop_signals
 from aa.logs import get_logger
 from aa.mirror.build import build_flows, select_flows
 from aa.mirror.operate import RunningProcess
@@ -111,18 +112,13 @@ async def _unless_stopped(check: Coroutine[Any, Any, None]) -> int | None:
         stopped = sig
         task.cancel()
 
-    before = stopping.taken()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop, sig)
-    try:
-        await task
-    except asyncio.CancelledError:
-        if stopped is None:
-            raise
-    finally:
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.remove_signal_handler(sig)
-        stopping.restore(before)  # not the default, which kills (aa.cli.stopping)
+    stops = {sig: functools.partial(stop, sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+    with loop_signals(loop, stops):
+        try:
+            await task
+        except asyncio.CancelledError:
+            if stopped is None:
+                raise
     return stopped
 
 

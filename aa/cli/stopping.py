@@ -5,15 +5,14 @@ parent), whatever it was doing. A mirror process is stopped with SIGTERM at any 
 life, start-up included (a supervisor or a test may stop it as soon as it was spawned): so the
 first thing ``aa`` does is to turn SIGTERM into :class:`Stopped`, raised where the process is,
 which ``aa.cli.main`` turns into an exit code. Once a command runs its own event loop it takes
-SIGTERM over (``loop.add_signal_handler``) and gives it back with :func:`restore` when done, so
-no moment is left with the default.
+SIGTERM over and gives it back when done (:func:`aa.lifecycle.loop_signals`), so no moment is
+left with the default.
 """
 
 from __future__ import annotations
 
 import signal
 from types import FrameType
-from typing import Any
 
 
 class Stopped(Exception):
@@ -27,14 +26,3 @@ def _raise_stopped(signum: int, frame: FrameType | None) -> None:
 def catch_sigterm() -> None:
     """From now on, SIGTERM raises :class:`Stopped` (the main thread only: signals go there)."""
     signal.signal(signal.SIGTERM, _raise_stopped)
-
-
-def taken() -> Any:
-    """The SIGTERM handler in place, for :func:`restore` once an event loop's is removed
-    (``remove_signal_handler`` puts back the default, which kills)."""
-    return signal.getsignal(signal.SIGTERM)
-
-
-def restore(handler: Any) -> None:
-    if handler is not None:
-        signal.signal(signal.SIGTERM, handler)

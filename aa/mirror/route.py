@@ -82,13 +82,9 @@ class Forwarder:
         set_lag: Callable[[TopicPartition, int], None],
         believed: MirrorRanges | None = None,
     ) -> None:
-        self.ctx = ctx
-        self.placement = placement
-        self.target = target
-        self.set_lag = set_lag
+        self.ctx, self.placement, self.target, self.set_lag = ctx, placement, target, set_lag
         self.believed = believed
-        """Where the consumer found batches a mirror wrote into the source DC: only their
-        records' ``aa-*`` headers count (:mod:`aa.kafka.switch`); ``None``: every record's."""
+        """Where mirror-written batches are: only there do ``aa-*`` headers count."""
         self._lanes = len(target.marks)  # one mark per producer
         self._marks = [b"".join(encode_header(k, v) for k, v in m) for m in target.marks]
         """Per producer, the ``aa-batch`` mark encoded, for the batch path."""
@@ -302,19 +298,18 @@ class Forwarder:
         return go_on
 
     def _pure(self, run: _Run, partition: int, headers: list[tuple[str, Any]]) -> Any:
-        """A new batch for target ``partition`` built by aiokafka's pure-Python builder, for a
-        record with a header name that is not UTF-8 (:class:`aa.kafka.records.RawName`):
-        aiokafka's C builder takes ``str`` names only (and raises ``TypeError``), the pure one
-        writes the name's own bytes. The batch open there, if any, is sealed first."""
+        """A new batch for a record whose header name is not UTF-8 (:class:`RawName`): aiokafka's
+        C builder takes ``str`` names only (``TypeError``), the pure-Python one writes its bytes.
+        The batch open there, if any, is sealed first."""
         if not any(type(name) is RawName for name, _ in headers):
             raise TypeError(f"{run.tp}: a record's headers are not (str, bytes) pairs")
         slot = run.open.get(partition)
         if slot is not None and slot[1]:
             self._seal(slot, run.target, partition, run.tp)
-        lane = slot[3] if slot is not None else self._lane(run, partition)
         builder = self.target.new_raw_batch(run.limits)
-        slot = run.open[partition] = (builder, Held(), appender(builder), lane)
-        return slot
+        lane = slot[3] if slot is not None else self._lane(run, partition)
+        run.open[partition] = (builder, Held(), appender(builder), lane)
+        return run.open[partition]
 
     def _lane(self, run: _Run, partition: int) -> int:
         """The producer lane of the run's batches for target ``partition`` (one per run)."""

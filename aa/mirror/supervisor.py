@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import signal
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -29,6 +30,7 @@ from functools import partial
 from typing import Any
 
 from aa.admin import metadata_failure
+from aa.lifecycle import loop_signals
 from aa.logs import get_logger
 from aa.mirror.errors import is_crash, refused_by_acl
 from aa.mirror.flow import FlowError, MirrorFlow
@@ -189,37 +191,30 @@ class Supervisor:
         return ok, {"flows": flows, "tasks": tasks, "degraded": degraded}
 
     async def run(self, *, install_signals: bool = True) -> None:
-        loop = asyncio.get_running_loop()
-        # the process's own SIGTERM handler, put back afterwards: removing the loop's puts
-        # back the default, which kills the process (aa.cli.stopping)
-        before = signal.getsignal(signal.SIGTERM)
-        if install_signals:
-            for sig in (signal.SIGTERM, signal.SIGINT):
-                loop.add_signal_handler(sig, self.stop, sig)
-            loop.add_signal_handler(signal.SIGUSR1, dump_tasks, "SIGUSR1")
-            loop.add_signal_handler(signal.SIGHUP, self._reload_on_signal)
-        try:
-            # A keeper never raises (it restarts or parks its flow); if one does, the group
-            # cancels the others and the error propagates: nothing dies silently.
-            async with asyncio.TaskGroup() as tg:
-                self._group = tg
-                for s, r in self._flows:
-                    self._start(s, r)
-                tasks: list[asyncio.Task[None]] = []
-                for i, extra in enumerate(self.extra_tasks):
-                    name = str(getattr(extra, "name", None) or f"task-{i}")
-                    self.task_states[name] = FlowState(name)
-                    tasks.append(tg.create_task(self._keep_task(name, extra), name=name))
-                await self.stopping.wait()
-                log.info("shutdown_started", timeout_s=self._shutdown_timeout)
-                await self._shut_down([*self._keepers.values(), *tasks])
-        finally:
-            self._group = None
-            if install_signals:
-                for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1, signal.SIGHUP):
-                    loop.remove_signal_handler(sig)
-                if before is not None:
-                    signal.signal(signal.SIGTERM, before)
+        handlers: dict[signal.Signals, Callable[[], object]] = {
+            signal.SIGTERM: functools.partial(self.stop, signal.SIGTERM),
+            signal.SIGINT: functools.partial(self.stop, signal.SIGINT),
+            signal.SIGUSR1: functools.partial(dump_tasks, "SIGUSR1"),
+            signal.SIGHUP: self._reload_on_signal,
+        }
+        with loop_signals(asyncio.get_running_loop(), handlers if install_signals else {}):
+            try:
+                # A keeper never raises (it restarts or parks its flow); if one does, the group
+                # cancels the others and the error propagates: nothing dies silently.
+                async with asyncio.TaskGroup() as tg:
+                    self._group = tg
+                    for s, r in self._flows:
+                        self._start(s, r)
+                    tasks: list[asyncio.Task[None]] = []
+                    for i, extra in enumerate(self.extra_tasks):
+                        name = str(getattr(extra, "name", None) or f"task-{i}")
+                        self.task_states[name] = FlowState(name)
+                        tasks.append(tg.create_task(self._keep_task(name, extra), name=name))
+                    await self.stopping.wait()
+                    log.info("shutdown_started", timeout_s=self._shutdown_timeout)
+                    await self._shut_down([*self._keepers.values(), *tasks])
+            finally:
+                self._group = None
         log.info("shutdown_complete")
 
     async def _shut_down(self, tasks: list[asyncio.Task[None]]) -> None:

@@ -91,8 +91,8 @@ CASES: list[tuple[str, str, str]] = [
     ),
     (
         "sasl-mechanism",
-        "datacenters: {SF: {bootstrap: 'h:1', security_protocol: SASL_PLAINTEXT, sasl: {mechanism: GSSAPI, username: u, password: p}}, NYC: 'h:2'}\n",
-        r"datacenters\.SF\.sasl\.mechanism: invalid value 'GSSAPI'; allowed: PLAIN \| SCRAM-SHA-256 \| SCRAM-SHA-512",
+        "datacenters: {SF: {bootstrap: 'h:1', security_protocol: SASL_PLAINTEXT, sasl: {mechanism: KERBEROS, username: u, password: p}}, NYC: 'h:2'}\n",
+        r"datacenters\.SF\.sasl\.mechanism: invalid value 'KERBEROS'; allowed: PLAIN \| SCRAM-SHA-256 \| SCRAM-SHA-512 \| OAUTHBEARER \| GSSAPI \| AWS_MSK_IAM",
     ),
     (
         "sasl-no-password",
