@@ -35,11 +35,11 @@ from aa.lifecycle import AsyncResource, started
 from aa.mirror.settings import FlowSettings
 from aa.observe.metrics import Metrics
 from aa.offsets.writer import ensure_internal_topic
-from aa.protocols import SchemaRefusal
+from aa.protocols import SchemaRefusal, Translate
 from aa.schemas import store
 from aa.schemas.copy import SchemaCopier
 from aa.schemas.registry import Registry, RegistryRefused, RegistryUnavailable
-from aa.schemas.wire import HEADER, MAGIC, IdTable, TopicTranslation, header
+from aa.schemas.wire import HEADER, MAGIC, IdTable, header, topic_translation
 
 MAX_WAIT_S = 10.0
 """The longest pause between two tries of a registry that does not answer."""
@@ -56,7 +56,7 @@ class SchemaTranslator(AsyncResource):
         self._admin, self._metrics, self._log = admin, metrics, log
         self.topic = names.for_flow(self.config.ids_topic, settings.source, settings.target)
         self.table = IdTable()
-        self._topics: dict[str, TopicTranslation | None] = {}
+        self._topics: dict[str, Translate | None] = {}
         self._unframed: set[str] = set()
         self._down_since: float | None = None
         self.source, self.target = (
@@ -87,13 +87,17 @@ class SchemaTranslator(AsyncResource):
         await self.source.close()
         await self.target.close()
 
-    def translation(self, topic: str) -> TopicTranslation | None:
+    def translation(self, topic: str) -> Translate | None:
         if topic not in self._topics:
-            keys, values = matches(self.config.keys, topic), matches(self.config.values, topic)
+            keys, values = self._framed(topic)
             self._topics[topic] = (
-                TopicTranslation(self.table, keys, values) if keys or values else None
+                topic_translation(self.table, keys=keys, values=values) if keys or values else None
             )
         return self._topics[topic]
+
+    def _framed(self, topic: str) -> tuple[bool, bool]:
+        """Whether ``topic``'s keys, and its values, are framed."""
+        return matches(self.config.keys, topic), matches(self.config.values, topic)
 
     async def resolve(
         self, parts: Sequence[tuple[str, Sequence[Any]]], stop: asyncio.Event
@@ -103,12 +107,10 @@ class SchemaTranslator(AsyncResource):
         self._evict()
         missing: set[int] = set()
         for topic, records in parts:
-            t = self.translation(topic)
-            if t is None:
-                continue
-            if t.keys:
+            keys, values = self._framed(topic)
+            if keys:
                 missing |= self.table.missing(r.key for r in records)
-            if t.values:
+            if values:
                 missing |= self.table.missing(r.value for r in records)
                 self._check_framed(topic, records)
         for source_id in sorted(missing):  # older ids first: a subject's versions in order

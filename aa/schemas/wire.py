@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from aa.protocols import SchemaRefusal
+from aa.protocols import SchemaRefusal, Translate
 
 MAGIC = 0
 HEADER = 5
@@ -51,28 +51,34 @@ class IdTable:
         return out
 
 
-@dataclass(frozen=True, slots=True)
-class TopicTranslation:
-    """How the records of one topic are translated: its keys, its values, or both."""
+def topic_translation(table: IdTable, *, keys: bool, values: bool) -> Translate:
+    """How the records of one topic are translated: ``key`` and ``value`` with their source ids
+    replaced, or the refusal of the first id that has one. A closure over the table's dict,
+    specialized for values only (the usual case): 1.1 µs per 512-byte value where a method
+    reading the same from its object took 1.7 (one measurement, on a loaded machine)."""
+    headers = table.headers
 
-    table: IdTable
-    keys: bool
-    values: bool
+    def one(data: bytes | None) -> bytes | SchemaRefusal | None:
+        if data is None or len(data) < HEADER or data[0] != MAGIC:
+            return data
+        swap = headers[data[:HEADER]]
+        return swap if isinstance(swap, SchemaRefusal) else swap + data[HEADER:]
 
-    def __call__(
-        self, key: bytes | None, value: bytes | None
+    def values_only(
+        key: bytes | None, value: bytes | None
     ) -> tuple[bytes | None, bytes | None] | SchemaRefusal:
-        """``key`` and ``value`` with their source ids replaced, or the refusal of the first
-        id that has one."""
-        headers = self.table.headers
-        if self.keys and key is not None and len(key) >= HEADER and key[0] == MAGIC:
-            swap = headers[key[:HEADER]]
-            if type(swap) is not bytes:
-                return swap  # type: ignore[return-value]  # a SchemaRefusal
-            key = swap + key[HEADER:]
-        if self.values and value is not None and len(value) >= HEADER and value[0] == MAGIC:
-            swap = headers[value[:HEADER]]
-            if type(swap) is not bytes:
-                return swap  # type: ignore[return-value]  # a SchemaRefusal
-            value = swap + value[HEADER:]
-        return key, value
+        if value is None or len(value) < HEADER or value[0] != MAGIC:
+            return key, value
+        swap = headers[value[:HEADER]]
+        return swap if isinstance(swap, SchemaRefusal) else (key, swap + value[HEADER:])
+
+    def with_keys(
+        key: bytes | None, value: bytes | None
+    ) -> tuple[bytes | None, bytes | None] | SchemaRefusal:
+        k = one(key)
+        if isinstance(k, SchemaRefusal):
+            return k
+        v = one(value) if values else value
+        return v if isinstance(v, SchemaRefusal) else (k, v)
+
+    return with_keys if keys else values_only

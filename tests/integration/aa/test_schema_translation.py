@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import urllib.parse
+import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -154,6 +155,34 @@ async def test_avro_and_protobuf_copies_decode_with_nyc_registry_only_a_new_vers
     # same subjects, same versions, and the subject's own compatibility level came along
     assert call(f"{nyc_reg}/subjects/{orders}-value/versions") == [1, 2]
     assert call(f"{nyc_reg}/config/{orders}-value")["compatibilityLevel"] == "FULL"
+
+
+async def test_an_exactly_once_flow_translates_in_its_transactions(
+    dc_clusters: dict[str, DcCluster], unique_name: Names, registries: Registries
+) -> None:
+    sf, nyc = dc_clusters["SF"].bootstrap, dc_clusters["NYC"].bootstrap
+    topic = await create_topic(sf, unique_name("orders"))
+    _offset_ids(registries, unique_name)
+    order = avro_schema("Order", ("id", "long"), ("eos", "string", topic))
+    v1 = register(registries["SF"].url, f"{topic}-value", order)
+    await produce(
+        sf, topic, [Rec(None, avro_frame(v1, order, {"id": i, "eos": ""})) for i in range(5)]
+    )
+    tag = uuid.uuid4().hex[:6]  # a transactional id of its own: tests share brokers
+    settings = sf_to_nyc(
+        sf,
+        nyc,
+        unique_name("g"),
+        names=(f"S{tag}", f"N{tag}"),
+        delivery="exactly-once",
+        schemas=_translation(registries, _only(topic)),
+    )
+    async with running_flow(settings, OriginOnlyRouter(f"S{tag}", f"N{tag}", exact(topic))):
+        copies = await consume_all(
+            nyc, topic, count=5, timeout=90, isolation_level="read_committed"
+        )
+    assert [decode(registries["NYC"].url, r.value)["id"] for r in copies] == list(range(5))
+    assert schema_id(copies[0].value) != v1
 
 
 async def test_a_record_with_an_unknown_schema_id_is_dead_lettered_and_nothing_after_it_is_lost(

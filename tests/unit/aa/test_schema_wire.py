@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from aa.protocols import SchemaRefusal
 from aa.schemas import store
-from aa.schemas.wire import HEADER, IdTable, TopicTranslation, header, schema_id
+from aa.schemas.wire import HEADER, IdTable, header, schema_id, topic_translation
 
 pytestmark = pytest.mark.unit
 
@@ -26,7 +26,7 @@ def _table(pairs: dict[int, int]) -> IdTable:
 def test_only_the_four_id_bytes_of_framed_keys_and_values_change(
     source: int, target: int, key: bytes, value: bytes
 ) -> None:
-    t = TopicTranslation(_table({source: target}), keys=True, values=True)
+    t = topic_translation(_table({source: target}), keys=True, values=True)
     out = t(header(source) + key, header(source) + value)
     assert not isinstance(out, SchemaRefusal)
     new_key, new_value = out
@@ -41,7 +41,7 @@ def test_only_the_four_id_bytes_of_framed_keys_and_values_change(
     )
 )
 def test_null_short_and_unframed_bytes_are_copied_as_they_are(data: bytes | None) -> None:
-    t = TopicTranslation(_table({}), keys=True, values=True)
+    t = topic_translation(_table({}), keys=True, values=True)
     assert t(data, data) == (data, data)
     assert IdTable().missing([data]) == set()
 
@@ -49,9 +49,9 @@ def test_null_short_and_unframed_bytes_are_copied_as_they_are(data: bytes | None
 def test_a_topic_translates_only_what_is_framed_there() -> None:
     table = _table({7: 70})
     framed = header(7) + b"x"
-    values_only = TopicTranslation(table, keys=False, values=True)
+    values_only = topic_translation(table, keys=False, values=True)
     assert values_only(framed, framed) == (framed, header(70) + b"x")
-    keys_only = TopicTranslation(table, keys=True, values=False)
+    keys_only = topic_translation(table, keys=True, values=False)
     assert keys_only(framed, framed) == (header(70) + b"x", framed)
 
 
@@ -59,13 +59,13 @@ def test_a_refused_id_refuses_the_record() -> None:
     refusal = SchemaRefusal("schema-unknown", "schema id 9: not found")
     table = _table({7: 70})
     table.headers[header(9)] = refusal
-    t = TopicTranslation(table, keys=True, values=True)
+    t = topic_translation(table, keys=True, values=True)
     assert t(header(9) + b"k", header(7) + b"v") is refusal  # the key's
     assert t(header(7) + b"k", header(9) + b"v") is refusal  # the value's
 
 
 def test_an_id_never_resolved_is_a_defect_not_a_copy() -> None:
-    t = TopicTranslation(_table({}), keys=False, values=True)
+    t = topic_translation(_table({}), keys=False, values=True)
     with pytest.raises(KeyError):
         t(None, header(5) + b"v")
 
