@@ -46,8 +46,6 @@ KAFKA39_MODULES = frozenset(
         "tests/integration/aa/test_target_metadata.py",
         # how a cluster that cannot host groups or transactions is told (describe, metadata)
         "tests/integration/aa/test_coordinator_unavailable.py",
-        # Kerberos: the brokers' GSSAPI listener and a real KDC (issue 33)
-        "tests/integration/aa/test_security_kerberos.py",
     }
 )
 

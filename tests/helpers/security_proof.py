@@ -100,16 +100,25 @@ async def copy_both_ways_and_fail_over(
 
 
 async def one_clear_error(
-    config: str, message: str, secrets: Iterable[str], case: str, dc: str = "NYC"
+    config: str,
+    message: str,
+    secrets: Iterable[str],
+    case: str,
+    *,
+    dc: str = "NYC",
+    commands: Iterable[str] = ("plan", "run"),
 ) -> None:
-    """`aa plan` and `aa run --dc dc` each exit 2 with one error line matching ``message``,
-    no traceback and no secret (`aa run` exits instead of restarting its flows forever)."""
-    for args in (["plan", "--config", config], ["run", "--config", config, "--dc", dc,
-                                                  "--metrics-port", "0"]):  # fmt: skip
+    """Each of ``commands`` (`aa run --dc dc` among them) exits 2 with one error line matching
+    ``message``, no traceback and no secret (`aa run` exits instead of restarting its flows
+    forever)."""
+    for command in commands:
+        args = [command, "--config", config]
+        if command == "run":
+            args += ["--dc", dc, "--metrics-port", "0"]
         r = await aa_cli(*args, timeout=180)
         assert r.code == 2, (args, r)
         assert "Traceback" not in r.err, r.err
         errors = [line for line in r.err.splitlines() if "error" in line.lower()]
         assert len(errors) == 1, (args, r.err)
         assert re.search(message, errors[0]), (args, errors[0])
-        no_secret(f"aa {args[0]} ({case})", r.out + r.err, secrets)
+        no_secret(f"aa {command} ({case})", r.out + r.err, secrets)
