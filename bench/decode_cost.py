@@ -1,11 +1,13 @@
-"""``python -m bench.decode_cost [--marks] [--local] [--forwarder] [--profile]``: the hot path
-of one headers-mode flow in a 3-DC full mesh, offline (no broker): decode a fetched partition,
-route it, append the forwarded records to a batch. Prints microseconds per record read.
+"""``python -m bench.decode_cost [--marks] [--local] [--forwarder] [--framed] [--profile]``: the
+hot path of one headers-mode flow in a 3-DC full mesh, offline (no broker): decode a fetched
+partition, route it, append the forwarded records to a batch. Prints microseconds per record read.
 
 The partition holds 300 record batches of 50 records of 512 B, in turn written by an
 application in SF, by the NYC->SF mirror and by the LON->SF mirror, so the flow SF->NYC forwards
 a third of what it reads. ``--marks`` gives the mirrors' batches their ``aa-batch`` mark and the
-flow its batch skipper (:mod:`aa.kafka.fetched`), as ``aa run`` does; ``--profile`` adds a
+flow its batch skipper (:mod:`aa.kafka.fetched`), as ``aa run`` does; ``--framed`` frames every
+value for a schema registry (magic byte 0, schema id 1) and has the flow translate the ids, its
+table knowing id 1 already (no registry asked: the per-record cost only); ``--profile`` adds a
 cProfile table.
 """
 
@@ -26,17 +28,20 @@ from aiokafka.record.default_records import DefaultRecordBatchBuilder
 from aiokafka.structs import TopicPartition
 
 from aa.config import read_yaml
+from aa.config.registries import SchemaTranslation
 from aa.kafka import fetched, switch
 from aa.logs import get_logger
 from aa.mirror import restamp
 from aa.mirror.context import StageContext
 from aa.mirror.delivery import AtLeastOnce, FlowClients
 from aa.mirror.limits import TargetLimits
-from aa.mirror.route import Forwarder
+from aa.mirror.route import Forwarder, known_schemas
 from aa.mirror.settings import FlowSettings
 from aa.observe.metrics import Metrics
 from aa.policy import FlowRouter
 from aa.provenance import MIRRORED_AT, LocalStamp, batch_mark
+from aa.schemas.translator import SchemaTranslator
+from aa.schemas.wire import HEADER, header
 
 TOPOLOGY = """
 datacenters:
@@ -50,7 +55,9 @@ TP = TopicPartition("t", 0)
 APP_PID, MIRROR_PID = 7, 99
 
 
-def partition_blob(batches_n: int, per_batch: int, marks: bool, local: bool = False) -> bytes:
+def partition_blob(
+    batches_n: int, per_batch: int, marks: bool, local: bool = False, framed: bool = False
+) -> bytes:
     stamps = {dc: LocalStamp(dc, "SF", "t", 0) for dc in ("NYC", "LON")}
     out, offset = bytearray(), 0
     for b in range(batches_n):
@@ -66,7 +73,8 @@ def partition_blob(batches_n: int, per_batch: int, marks: bool, local: bool = Fa
                 headers = [*stamps[writer].headers(offset + i, []), (MIRRORED_AT, b"1")]
                 if marks and i == 0:
                     headers.append(batch_mark("SF", MIRROR_PID))
-            builder.append(i, timestamp=1_700_000_000_000, key=None, value=b"v" * 512,
+            value = header(1) + b"v" * (512 - HEADER) if framed else b"v" * 512
+            builder.append(i, timestamp=1_700_000_000_000, key=None, value=value,
                            headers=headers)  # fmt: skip
         raw = builder.build()
         raw[0:8] = struct.pack(">q", offset)  # the base offset, as a broker sets it
@@ -112,11 +120,21 @@ class _Target:
         return fut
 
 
-def _forwarder(router: FlowRouter) -> Forwarder:
+def _forwarder(router: FlowRouter, schemas: SchemaTranslator | None = None) -> Forwarder:
     settings = FlowSettings("SF", "NYC", {}, {}, "g")
     clients = FlowClients(None, None, None, None, get_logger("bench.decode_cost"))  # type: ignore[arg-type]
-    ctx = StageContext(settings, router, Metrics(), AtLeastOnce(settings), clients)
+    ctx = StageContext(settings, router, Metrics(), AtLeastOnce(settings), clients, schemas)
     return Forwarder(ctx, _Placement(), _Target(), lambda tp, offset: None)  # type: ignore[arg-type]
+
+
+def _translator() -> SchemaTranslator:
+    """A flow's translator whose table knows id 1 (-> 4): resolving asks no registry."""
+    schemas = SchemaTranslation("http://127.0.0.1:1", "http://127.0.0.1:2")
+    settings = FlowSettings("SF", "NYC", {}, {}, "g", schemas=schemas)
+    log = get_logger("bench.decode_cost")
+    translator = SchemaTranslator(settings, None, Metrics(), log)  # type: ignore[arg-type]
+    translator.table.headers[header(1)] = header(4)
+    return translator
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -132,12 +150,17 @@ def main(argv: list[str] | None = None) -> None:
         help="route and append through the flow's own Forwarder (target limits screened, "
         "batches per target partition) with an in-memory target, as aa run does",
     )
+    p.add_argument(
+        "--framed",
+        action="store_true",
+        help="values framed for a schema registry, their ids translated (with --forwarder)",
+    )
     p.add_argument("--repeat", type=int, default=20)
     args = p.parse_args(argv)
     topology = read_yaml(TOPOLOGY)
     flow = next(f for f in topology.flows if (f.source, f.target) == ("SF", "NYC"))
     router = FlowRouter(topology, flow)
-    blob = partition_blob(300, 50, args.marks, args.local)
+    blob = partition_blob(300, 50, args.marks, args.local, args.framed)
     reads = 300 * 50
     fetched.install()
 
@@ -165,12 +188,16 @@ def main(argv: list[str] | None = None) -> None:
                 n += 1
         return n
 
-    forwarder = _forwarder(router)
+    translator = _translator() if args.framed else None
+    forwarder = _forwarder(router, translator)
     loop = asyncio.new_event_loop()
+    stop = asyncio.Event()
 
     def forward() -> int:
-        records = decode()
-        pending = loop.run_until_complete(forwarder.forward({TP: records}))
+        batch = {TP: decode()}
+        if translator is not None:  # as the flow does before it routes a fetch
+            loop.run_until_complete(known_schemas(translator, batch, stop))
+        pending = loop.run_until_complete(forwarder.forward(batch))
         return sum(pending.copied.values())
 
     if args.forwarder:
@@ -183,7 +210,9 @@ def main(argv: list[str] | None = None) -> None:
         return float((time.process_time() - start) / args.repeat / reads * 1e6)
 
     marked = "marked" if args.marks else "unmarked"
-    path = "batch path (aa.mirror.restamp)" if raw else "record path"
+    path = "batch path (aa.mirror.restamp)" if raw and not args.framed else "record path"
+    if args.framed:
+        path += ", schema ids translated"
     print(f"forwarded {copy()} of {reads} records read ({marked}, {path})")
     print(f"decode: {per_read(decode):.2f} us CPU per record read")
     print(f"decode + route + append: {per_read(copy):.2f} us CPU per record read")
