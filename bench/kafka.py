@@ -80,6 +80,13 @@ class Counter:
         return out
 
 
+async def records_in(bootstrap: str, topic: str) -> int:
+    """The records ever written to ``topic`` (the sum of its end offsets; 0 when missing)."""
+    expect = Expect(bootstrap, topic, 0)
+    async with Counter([expect]) as counter:
+        return (await counter.counts())[expect]
+
+
 @dataclass(frozen=True, slots=True)
 class Arrival:
     """When the first record and the last expected record were seen, in monotonic seconds."""

@@ -147,6 +147,9 @@ def table(workloads: dict[str, Any]) -> str:
             f"{w1['partitions']} partitions"
         )
         out += _runs(w1, ("aa", "mm2", "ceiling"), _COPY, _copy_cells)
+        if (synced := w1.get("aa", {}).get("sync_records")) is not None:
+            per = synced / w1["records"] * 1000
+            out.append(f"\naa's offset syncs: {synced:,} records, {per:.2f} per 1,000 copied")
         if "ceiling" in w1:
             c = w1["ceiling"]
             out.append(

@@ -12,9 +12,17 @@ from typing import Any
 
 import orjson
 
+from aa.config import names
 from bench.brokers import WanPorts
 from bench.configs import DEFAULT_POLICY, IDENTITY, Tuning
-from bench.kafka import Expect, create_topics, delete_topics, produce_marks, wait_arrival
+from bench.kafka import (
+    Expect,
+    create_topics,
+    delete_topics,
+    produce_marks,
+    records_in,
+    wait_arrival,
+)
 from bench.measure import Live
 from bench.procs import (
     Procs,
@@ -171,6 +179,9 @@ def _w1_replicate(
 ) -> dict[str, Any]:
     p = ctx.params
     n = records or p.records
+    # aa's offset syncs of the run: records written to its sync topic (issue 29 item 7)
+    syncs = names.for_flow(names.OFFSET_SYNCS_TOPIC, "SF", "NYC")
+    syncs_before = asyncio.run(records_in(ctx.bootstraps["NYC"], syncs))
     dep = _deploy(ctx, runner, workload, ["SF->NYC"], [topic], ["SF->NYC"], via=via)
     live = Live(dep, ctx.procs, brokers=ctx.broker_pids).start()
     live.mark("start", live.started)
@@ -187,6 +198,7 @@ def _w1_replicate(
     finally:
         finals = live.stop()
     copy_s = max(arrival.done_at - arrival.first_at, 0.25)
+    sync_records = asyncio.run(records_in(ctx.bootstraps["NYC"], syncs)) - syncs_before
     cpu_copy = sum(live.cpu_between("first", "done"))
     cpu_all = sum(u.cpu_s for u in finals)
     return {
@@ -200,6 +212,7 @@ def _w1_replicate(
         "records_per_cpu_s": n / cpu_copy if cpu_copy > 0 else None,
         "cpu_s_per_million": cpu_copy / n * 1e6,
         "peak_rss_mb": round(max(u.peak_rss_bytes for u in finals) / MB, 1),
+        **({"sync_records": sync_records} if runner == "aa" else {}),
         **live.machine_between("first", "done"),
         "config": dep.config_name,
         "commands": _commands(dep),

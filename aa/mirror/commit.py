@@ -2,8 +2,10 @@
 source offsets durable through the delivery strategy — now and then while copying, and in
 full when the flow drains (stop, rebalance, a transaction due, a refused record).
 
-Never ahead: an offset reaches ``ready`` only after every send before it settled, and the
-offset syncs of those sends are flushed before the offsets are committed."""
+Never ahead: an offset reaches ``ready`` only after every send before it settled. Offset syncs
+are written at most once per partition per flush interval while copying and in full at a final
+commit (a drain, a stop, an exactly-once transaction): a commit ahead of the syncs makes
+translation behind (copies read again), never ahead."""
 
 from __future__ import annotations
 
@@ -69,10 +71,16 @@ class Committer:
             await self.in_flight.release(held)
 
     async def loop(self) -> None:
-        """Settle and commit until the ``None`` that ends the queue."""
+        """Settle and commit until the ``None`` that ends the queue; while it waits, write
+        the offset-sync runs that fall due (the tail of a run, copied while the flow idles)."""
         last = time.monotonic()
         while True:
-            pending = await self.queue.get()
+            try:
+                async with asyncio.timeout(self._until_syncs_due()):
+                    pending = await self.queue.get()
+            except TimeoutError:
+                await self._flush_syncs(due_only=True)
+                continue
             try:
                 if pending is None:
                     await self.commit(final=True)
@@ -87,11 +95,25 @@ class Committer:
             finally:
                 self.queue.task_done()
 
-    async def commit(self, *, final: bool) -> None:
-        """Flush the open offset-sync runs (translation up to the commit; in exactly-once mode
-        inside the transaction), then hand the ready offsets to the delivery."""
+    def _until_syncs_due(self) -> float | None:
+        """Seconds until an open offset-sync run falls due (``None``: none is unwritten)."""
+        syncs = self.ctx.clients.syncs
+        due = syncs.next_due() if syncs is not None else None
+        if syncs is None or due is None:
+            return None
+        return max(0.0, due - syncs.clock())
+
+    async def _flush_syncs(self, *, due_only: bool) -> None:
         if self.ctx.clients.syncs is not None:
-            await self.target.patiently(self.ctx.clients.syncs.flush(), "offset syncs")
+            flushed = self.ctx.clients.syncs.flush(due_only=due_only)
+            await self.target.patiently(flushed, "offset syncs")
+
+    async def commit(self, *, final: bool) -> None:
+        """Flush offset-sync runs (all of them when ``final``: translation up to the commit, in
+        exactly-once mode inside the transaction; while copying, those due: at most one sync
+        per partition per interval, never one per commit), then hand the ready offsets to the
+        delivery. Syncs behind the commit make translation behind, never ahead."""
+        await self._flush_syncs(due_only=not final)
         ready, self.ready = self.ready, {}
         if not await self.ctx.delivery.commit(ready, final=final):
             self.ready = {**ready, **self.ready}  # kept for a later commit

@@ -3,21 +3,26 @@ topic on the target, bounded by a semaphore (MM2's OffsetSyncWriter).
 
 Only what translation needs is written. A batch that continues the open run of its partition
 (next source offset, next target offset) only extends it in memory; the run is written when it
-breaks (a skipped record, another writer's records in between), when it has grown unwritten for
-``flush_interval_s``, and when the flow commits source offsets (at most once per
-``commit_interval_s`` under load), drains or loses the partition. So a partition costs at most
-one sync per run break plus one per commit, whatever the batch size; the
-newest part of a run that is not written yet translates as ``ahead`` (the end of the written
-copies: behind, never ahead).
+breaks (a skipped record, another writer's records in between: each run is an exact answer),
+when it has been unwritten for ``flush_interval_s`` since the partition's last write (copying,
+or at a commit while copying: :meth:`OffsetSyncWriter.flush` with ``due_only``; the flow's
+commit loop also wakes for it when idle, so a run's tail is written within the interval), and
+in full when the flow drains, stops, commits a transaction or loses the partition. So a
+partition costs one sync per run break plus at most one per interval, whatever the batch size
+or the commit rate (a trickle committed per record wrote one sync per record); the newest part
+of a run that is not written yet translates as ``ahead`` (the end of the written copies:
+behind, never ahead).
 
 Kept: each sync goes to a ring of ``RING`` keys per partition (``topic/partition/r<i>``). Anchors
 keep older offsets translatable: at level ``k`` the source offsets fall in buckets of
 ``2**(ANCHOR_SHIFT + k)``; the first sync of each bucket is also written under
-``topic/partition/x<k>.<bucket parity>``, so each level holds the first sync
-of the current and of the previous bucket. The topic is compacted, so after cleaning it holds at
-most ``RING + 2 * ANCHOR_LEVELS`` syncs per partition (plus one marker): exact translation for
-the last ``RING`` runs; an offset of age ``A`` (in source offsets) finds an anchor at most about
-``2 * A`` before it (coarse, behind, never ahead).
+``topic/partition/x<k>.<bucket parity>``, once, at the highest level whose boundary it crossed
+(the lower levels' buckets start with the same sync, and the highest key keeps it longest: a
+run from offset 0 crosses all 40 levels and wrote 40 identical anchors), so each level's
+current and previous buckets' first syncs are held at that level or above. The topic is
+compacted, so after cleaning it holds at most ``RING + 2 * ANCHOR_LEVELS`` syncs per partition
+(plus one marker): exact translation for the last ``RING`` runs; an offset of age ``A`` (in
+source offsets) finds an anchor at most about ``2 * A`` before it (coarse, behind, never ahead).
 
 Unlike MM2 it never drops a sync when the bound is reached: it waits (backpressure on the
 flow's commit loop). In exactly-once mode the flow's producer is transactional and the syncs
@@ -107,7 +112,8 @@ class OffsetSyncWriter:
         self._partition = 0 if partitions == 1 else None
         self._slots = asyncio.Semaphore(max_in_flight)
         self._interval = flush_interval_s
-        self._clock = clock
+        self.clock = clock
+        """The writer's clock (``time.monotonic``), which :meth:`next_due` answers in."""
         self._from: dict[TopicPartition, int] = {}
         self._open: dict[TopicPartition, _Open] = {}
         self._ring: dict[TopicPartition, int] = {}
@@ -178,13 +184,25 @@ class OffsetSyncWriter:
             await self._extend(tp, piece)
         self._from[tp] = last + 1
         run = self._open.get(tp)
-        if run is not None and not run.written and self._clock() - run.since >= self._interval:
+        if run is not None and not run.written and self.clock() - run.since >= self._interval:
             await self._write(tp, run)
 
-    async def flush(self) -> None:
-        """Write every open run that has unwritten copies (before a commit, drain or stop)."""
-        for tp in list(self._open):
-            await self._write_open(tp)
+    async def flush(self, *, due_only: bool = False) -> None:
+        """Write every open run that has unwritten copies (before a final commit: a drain, a
+        stop, a transaction); ``due_only``: only those last written (or begun)
+        ``flush_interval_s`` ago or more (a commit while copying: at most one sync per
+        partition per interval, not one per commit)."""
+        now = self.clock()
+        for tp, run in list(self._open.items()):
+            if not run.written and (not due_only or now - run.since >= self._interval):
+                await self._write(tp, run)
+
+    def next_due(self) -> float | None:
+        """When (on the writer's clock) the next open run with unwritten copies is due, so
+        the tail of a run is written within the interval while the flow idles; ``None``:
+        nothing unwritten."""
+        due = [run.since + self._interval for run in self._open.values() if not run.written]
+        return min(due) if due else None
 
     async def _extend(self, tp: TopicPartition, piece: OffsetSync) -> None:
         run = self._open.get(tp)
@@ -202,7 +220,7 @@ class OffsetSyncWriter:
                 await self._write(tp, run)
         slot = self._ring.get(tp, -1) + 1
         self._ring[tp] = slot
-        self._open[tp] = _Open(piece, slot % RING, False, self._clock())
+        self._open[tp] = _Open(piece, slot % RING, False, self.clock())
 
     async def _write_open(self, tp: TopicPartition) -> None:
         run = self._open.get(tp)
@@ -216,16 +234,19 @@ class OffsetSyncWriter:
             s = run.sync = replace(s, topic_id=topic_id)
         value = s.encode()
         # marked first: a batch that extends the run while this one is sent marks it again
-        run.written, run.since = True, self._clock()
+        run.written, run.since = True, self.clock()
         await self._send(value, s.key(f"r{run.slot}"))
         # The offset before the run when a writer starts: a run from offset 0 crosses every
         # level (-1 >> k is -1); a restart elsewhere does not overwrite older anchors.
         last = self._anchored.get(tp, s.covered_from - 1)
+        top = -1
         for k in range(ANCHOR_LEVELS):
-            shift = ANCHOR_SHIFT + k
-            if last >> shift == s.source_last >> shift:
+            if last >> (ANCHOR_SHIFT + k) == s.source_last >> (ANCHOR_SHIFT + k):
                 break  # no boundary crossed at this level, nor above
-            await self._send(value, s.key(f"x{k}.{(s.source_last >> shift) & 1}"))
+            top = k
+        if top >= 0:  # once, at the highest level crossed: the lower ones would hold it too
+            key = f"x{top}.{(s.source_last >> (ANCHOR_SHIFT + top)) & 1}"
+            await self._send(value, s.key(key))
         self._anchored[tp] = s.source_last
 
     async def _send(self, value: bytes, key: bytes) -> None:

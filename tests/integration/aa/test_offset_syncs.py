@@ -6,17 +6,21 @@ ones are thinned, so their translation is behind by a bounded number of records)
 
 from __future__ import annotations
 
+import asyncio
+import time
 import uuid
 from collections.abc import Callable
 
 import pytest
+from aiokafka import AIOKafkaProducer
 
 from aa.mirror.settings import FlowSettings
 from aa.offsets.index import RECENT
 from aa.offsets.store import OffsetSyncStore, Position
+from aa.offsets.writer import FLUSH_INTERVAL_S
 from aa.provenance import SRC, LocalStamp
 from tests.conftest import DcCluster
-from tests.helpers.kafka import Rec, consume_all, create_topic, delete_topic, produce
+from tests.helpers.kafka import Rec, consume_all, create_topic, delete_topic, eventually, produce
 from tests.helpers.mirror import OriginOnlyRouter, exact, running_flow, supervised
 
 pytestmark = pytest.mark.integration
@@ -150,3 +154,53 @@ async def test_target_topic_recreated_while_running_translates_no_offset_past_th
     assert store.translate(topic, 0, 60) == Position(topic, 0, 10, "exact")
     old = store.translate(topic, 0, 30)  # its copy is gone: no answer past the new topic start
     assert old.offset is None or old.offset == 0, old
+
+
+async def test_a_trickle_writes_syncs_per_flush_interval_not_per_commit(
+    dc_clusters: dict[str, DcCluster], unique_name: Callable[[str], str]
+) -> None:
+    """Issue 29 item 7: 31 records trickled 150 ms apart wrote 71 sync records (a commit, and a
+    sync flush, every time the queue emptied, and 40 anchors at the start of a run from offset
+    0). Syncs are bounded by what translation needs: at most one per partition per flush
+    interval, one anchor where a run crosses bucket boundaries; the tail of a run is written
+    within the interval while the flow idles; no translation is ever ahead."""
+    sf, nyc = dc_clusters["SF"].bootstrap, dc_clusters["NYC"].bootstrap
+    a, b = f"S{uuid.uuid4().hex[:6]}", f"N{uuid.uuid4().hex[:6]}"
+    topic = await create_topic(sf, unique_name("trickle"))
+    settings = FlowSettings(
+        a, b, {"bootstrap_servers": sf}, {"bootstrap_servers": nyc}, group_id=unique_name("g"),
+    )  # fmt: skip
+    n = 31
+    source = {"bootstrap_servers": nyc}
+
+    async def tail_exact() -> bool:
+        store = await OffsetSyncStore(a, b).load(settings.sync_topic, source)
+        return store.translate(topic, 0, n - 1).exactness == "exact"
+
+    producer = AIOKafkaProducer(bootstrap_servers=sf, linger_ms=0)
+    await producer.start()
+    async with running_flow(settings, OriginOnlyRouter(a, b, exact(topic))) as (flow, task):
+        try:
+            await producer.send_and_wait(topic, b"0", key=b"k")
+            await consume_all(nyc, topic, count=1, timeout=60)  # the flow copies as it comes
+            started = time.monotonic()
+            for i in range(1, n):
+                await producer.send_and_wait(topic, f"{i}".encode(), key=b"k")
+                await asyncio.sleep(0.15)  # the trickle: a record every 150 ms
+        finally:
+            await producer.stop()
+        got = await consume_all(nyc, topic, count=n, timeout=60)
+        await eventually(tail_exact, timeout=30, message="the run's tail written while idle")
+        elapsed = time.monotonic() - started
+        assert flow.syncs is not None
+        written = flow.syncs.written
+        assert not task.done()
+    print(f"{written} sync records for {n} records trickled over {elapsed:.1f} s")
+    # the first record's sync and anchor, then one per flush interval (1 s) of the trickle
+    # and of the idle tail
+    assert written <= elapsed / FLUSH_INTERVAL_S + 3, written
+    store = await OffsetSyncStore(a, b).load(settings.sync_topic, source)
+    for r in got:
+        pos = store.translate(topic, 0, int(r.value))
+        assert pos.offset is not None
+        assert pos.offset <= r.offset, (r.value, pos)  # never ahead

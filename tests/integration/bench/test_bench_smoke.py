@@ -37,4 +37,6 @@ def test_bench_w1_tiny_completes_and_writes_json(
     for runner in ("aa", "mm2"):
         assert {"records_per_s", "copy_s", "cpu_copy_s", "peak_rss_mb"} <= w1[runner].keys()
     assert "aa/mm2 records_per_s" in w1["ratios"]
+    assert w1["aa"]["sync_records"] > 0  # aa's offset syncs of the run (issue 29 item 7)
     assert "W1 catch-up" in done.stdout
+    assert "aa's offset syncs:" in done.stdout

@@ -14,6 +14,7 @@ from aiokafka import TopicPartition
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from aa.offsets import writer
 from aa.offsets.store import OffsetSyncStore
 from aa.offsets.sync import OffsetSync, decode_sync, runs
 from aa.offsets.writer import ANCHOR_LEVELS, OffsetSyncWriter
@@ -129,15 +130,104 @@ async def test_contiguous_batches_write_one_sync_per_interval() -> None:
     await w.flush()
     records = dict(topic.sent)  # what compaction keeps
     print(f"{len(topic.sent)} sync records for 3000 batches, {len(records)} keys")
-    # one sync per interval (the first anchored at every level: the run starts at offset 0),
-    # plus the anchors of the bucket boundaries it crossed
-    assert first <= 1 + ANCHOR_LEVELS
-    assert len(topic.sent) <= 2 * ANCHOR_LEVELS
+    # one sync per interval (the first anchored once: the run starts at offset 0), plus one
+    # anchor per sync that crossed bucket boundaries (59 records before issue 29 item 7)
+    assert first <= 2
+    assert len(topic.sent) <= 2 * 4
     store = OffsetSyncStore("A", "B")
     store.extend(decode_sync(v) for v in records.values())
     store.ready = True
     for offset in (0, 99, 12_345, 299_999):
         assert store.translate("t", 0, offset).offset == offset
+
+
+async def test_a_run_from_offset_0_writes_one_anchor_not_one_per_level() -> None:
+    """Issue 29 item 7: the first sync of a run from offset 0 crosses every anchor level, and
+    was written under all 40 anchor keys (40 records for a topic's first few copies). It is
+    written once, under the highest level it crossed: the lower levels' keys would only hold
+    the same sync, which the highest one keeps at least as long."""
+    topic = SyncTopic()
+    w = OffsetSyncWriter(topic, "syncs")
+    tp = TopicPartition("t", 0)
+    w.saw(tp, 0)
+    await w.copied(tp, "t", [Rec(0), Rec(1)], 0)
+    await w.flush()
+    assert [k for k, _ in topic.sent] == [b"t/0/r0", f"t/0/x{ANCHOR_LEVELS - 1}.0".encode()]
+
+
+async def test_commits_while_copying_write_a_partition_sync_once_per_interval() -> None:
+    """A flow that keeps up commits whenever its queue empties (per record, at a trickle); each
+    commit flushed the open runs, so every record cost a sync. While copying, only runs due
+    (``flush_interval_s`` since their last write) are written; a final flush writes the rest."""
+    now = [0.0]
+    topic = SyncTopic()
+    w = OffsetSyncWriter(topic, "syncs", flush_interval_s=1.0, clock=lambda: now[0])
+    tp = TopicPartition("t", 0)
+    w.saw(tp, 0)
+    for i in range(31):  # 31 records 150 ms apart, a commit after each
+        await w.copied(tp, "t", [Rec(i)], i)
+        await w.flush(due_only=True)
+        now[0] += 0.15
+    ring = [k for k, _ in topic.sent if b"/r" in k]
+    assert len(ring) <= 31 * 0.15 + 1, ring
+    due = w.next_due()
+    assert due is not None
+    assert due <= now[0] + 1.0  # the tail is due within the interval
+    await w.flush()
+    assert w.next_due() is None
+    store = OffsetSyncStore("A", "B")
+    store.extend(decode_sync(v) for v in dict(topic.sent).values())
+    store.ready = True
+    assert store.translate("t", 0, 30).exactness == "exact"
+
+
+@st.composite
+def flushed_copies(draw: st.DrawFn) -> tuple[list[tuple[str, Any]], dict[int, list[int]], int]:
+    """What a flow does to its writer: copies (restarts copy a range again, records skipped,
+    other writers' records in between), commits while copying, final flushes, time passing."""
+    syncs, landed, n = draw(copies_with_recopies())
+    steps: list[tuple[str, Any]] = []
+    for sync in syncs:
+        steps.append(("copy", sync))
+        steps.append((draw(st.sampled_from(["commit", "final", "none"])), draw(st.floats(0, 2))))
+    return steps, landed, n
+
+
+@settings(max_examples=100, deadline=None)
+@given(flushed_copies())
+async def test_syncs_written_and_compacted_never_translate_ahead(
+    case: tuple[list[tuple[str, Any]], dict[int, list[int]], int],
+) -> None:
+    """The writer's syncs, as compaction leaves them (the last record per key, with a ring of 4
+    and anchor buckets of 4 offsets so that both wrap), never translate an offset ahead."""
+    steps, landed, n = case
+    now = [0.0]
+    topic = SyncTopic()
+    w = OffsetSyncWriter(topic, "syncs", clock=lambda: now[0])
+    tp = TopicPartition("t", 0)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(writer, "RING", 4)
+        mp.setattr(writer, "ANCHOR_SHIFT", 2)
+        for kind, arg in steps:
+            if kind == "copy":
+                w.saw(tp, arg.covered_from)
+                records = [Rec(o) for o in range(arg.source_first, arg.source_last + 1)]
+                await w.copied(tp, "t", records, arg.target_first)
+            else:
+                now[0] += arg
+                if kind != "none":
+                    await w.flush(due_only=kind == "commit")
+        await w.flush()
+    store = OffsetSyncStore("A", "B", recent=4, older=6)
+    store.extend(decode_sync(v) for v in dict(topic.sent).values())
+    store.ready = True
+    bound = [float("inf")] * (n + 3)
+    for o in range(n - 1, -1, -1):
+        bound[o] = min(bound[o + 1], max(landed[o])) if o in landed else bound[o + 1]
+    for offset in range(n + 2):
+        pos = store.translate("t", 0, offset)
+        if pos.offset is not None:
+            assert pos.offset <= bound[offset], (offset, pos, bound[offset])
 
 
 @pytest.mark.parametrize(("partitions", "sent_to"), [(1, 0), (3, None), (None, None)])
