@@ -18,6 +18,8 @@ from aa.config.secret import Secret
 from aa.config.topic_filter import TopicFilter
 
 NO_TOPICS = TopicFilter((), ())
+NOT_FRAMED = (".*heartbeats",)
+"""aa's heartbeats topic (prefixed or not: ``heartbeats.topic``'s default) carries JSON."""
 
 
 @section(groups=("source", "target"))
@@ -42,9 +44,10 @@ class SchemaTranslation:
     """its password"""
     target_cafile: str | None = setting(None, Text("PEM file"))
     """the CA(s) to trust for an `https` registry; none: the system's CAs"""
-    values: TopicFilter = setting(TopicFilter(), Filter())
+    values: TopicFilter = setting(TopicFilter((".*",), NOT_FRAMED), Filter(NOT_FRAMED))
     """source topics whose values are framed (magic byte 0, then a 4-byte schema id): their ids
-    are translated; a value that is not framed (or null) is copied as it is"""
+    are translated; a value that is not framed (or null) is copied as it is. A plain list is the
+    include list and keeps the default exclude (aa's heartbeats, JSON)"""
     keys: TopicFilter = setting(NO_TOPICS, Filter())
     """source topics whose keys are framed"""
     cache_size: int = setting(10_000, Integer(lo=1))

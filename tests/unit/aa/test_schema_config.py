@@ -42,7 +42,7 @@ def test_a_flow_reads_its_registries_and_framed_topics() -> None:
     assert s.target_password is not None
     assert s.target_password.reveal({"NYC_REGISTRY": "hunter2"}) == "hunter2"
     assert "hunter2" not in repr(s)
-    assert s.values == TopicFilter(("orders", "users\\..*"))
+    assert s.values == TopicFilter(("orders", "users\\..*"), (".*heartbeats",))
     assert s.keys == TopicFilter(("orders",))
     assert s.cache_size == 500
     assert topo.flow("NYC->SF").schemas is None
@@ -54,7 +54,7 @@ def test_defaults_translate_every_value_and_no_key() -> None:
     s = _load("        source: {url: 'http://a:1'}\n        target: {url: 'http://b:2'}\n")
     schemas = s.flow("SF->NYC").schemas
     assert schemas == SchemaTranslation("http://a:1", "http://b:2")
-    assert schemas.values == TopicFilter((".*",))
+    assert schemas.values == TopicFilter((".*",), (".*heartbeats",))  # aa's own: JSON
     assert schemas.keys.include == ()
     assert schemas.ids_topic == "aa.schema-ids.{source}.internal"
 
