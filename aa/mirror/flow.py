@@ -295,10 +295,7 @@ class MirrorFlow:
         assert fetch is not None
         assert committer is not None
         while not stop.is_set():
-            consumer = self._consumer  # paused partitions fetch nothing
-            if consumer is not None and self._applied.apply(self.control, consumer):
-                topics = {tp.topic for tp in self._applied.assignment}
-                self._failures.show_states(self.control, topics)
+            self._apply_control()  # paused partitions fetch nothing
             await committer.room_for_a_fetch()  # what it takes is held in the share: memory.py
             generation, batch = await fetch.next_batch()
             spent = 0
@@ -341,6 +338,12 @@ class MirrorFlow:
                 await self.drain()
             await self.control.throttle.spend(spent, stop)  # the rate limit: docs/operations.md
 
+    def _apply_control(self) -> None:
+        """Pauses and failed topics to the consumer; their states to ``aa_topic_state``."""
+        if self._consumer is not None and self._applied.apply(self.control, self._consumer):
+            topics = {tp.topic for tp in self._applied.assignment}
+            self._failures.show_states(self.control, topics)
+
     async def _route(self, batch: Batch) -> Pending | None:
         """The pending of an admitted batch, with the positions of the partitions it holds no
         record of that moved past transaction markers (per partition: one busy partition
@@ -357,8 +360,7 @@ class MirrorFlow:
     def on_assigned(self) -> None:
         """Partitions were assigned (aiokafka's rebalance listener): the per-partition fetch
         size follows, before the first fetch of the new assignment."""
-        if self._consumer is not None:  # before the first fetch of the new assignment
-            self._applied.apply(self.control, self._consumer)
+        self._apply_control()  # before the first fetch of the new assignment
         if self._fetcher is not None and self._fetcher.share is not None:
             self._fetcher.share.follow()
         if self._expiry is not None:

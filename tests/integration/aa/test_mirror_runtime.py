@@ -10,6 +10,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.conftest import DcCluster
 from tests.helpers.http import http_get
@@ -56,6 +57,23 @@ async def test_new_topic_is_picked_up_and_metrics_report_it(
             f'aa_records_replicated_total{{source="SF",target="NYC",topic="{second}"}} 30.0'
             in body.decode()
         )
+        samples = {
+            (m.name, frozenset(m.labels.items())): m.value
+            for family in text_string_to_metric_families(body.decode())
+            for m in family.samples
+        }
+        flow = {"source": "SF", "target": "NYC", "topic": second}
+        for p in range(3):  # MM2's record-count per partition (docs/migrating-from-mm2.md)
+            key = frozenset({**flow, "partition": str(p)}.items())
+            assert samples[("aa_partition_records_replicated_total", key)] == 10
+        assert samples[("aa_record_age_seconds_count", frozenset(list(flow.items())[:2]))] > 0
+        key = frozenset({**flow, "state": "running"}.items())
+        assert samples[("aa_topic_state", key)] == 1  # the dashboard's topic states
+        status, body = await http_get(port, "/api/v1/state")  # the admin API reads freely
+        assert status == 200
+        topics = orjson.loads(body)["flows"]["SF->NYC"]["topics"]
+        assert topics[second]["state"] in ("running", "catching-up")
+        assert set(topics[second]["partitions"]) == {"0", "1", "2"}
         status, body = await http_get(port, "/healthz")
         health = orjson.loads(body)
         assert status == 200
