@@ -387,3 +387,54 @@ def test_tls_settings_without_a_certificate_name_the_field() -> None:
         ConfigError, match=r"metrics\.tls_client_cafile needs metrics\.tls_certfile"
     ):
         server_context(MetricsEndpoint(tls_client_cafile="/etc/ca.pem"))
+
+
+async def test_a_reload_stops_a_removed_flow_starts_an_added_one_and_leaves_the_rest() -> None:
+    from aa.mirror.reload import ReloadPlan
+    from aa.mirror.settings import FlowSettings
+    from aa.mirror.supervisor import Supervisor
+
+    runs: list[str] = []
+    stopped: list[str] = []
+
+    class Quiet:
+        def __init__(self, settings: FlowSettings, *_: Any) -> None:
+            self.name = settings.name
+
+        async def run(self, stop: asyncio.Event) -> None:
+            runs.append(self.name)
+            await stop.wait()
+            stopped.append(self.name)
+
+    def flow(source: str) -> tuple[FlowSettings, Any]:
+        return FlowSettings(source, "NYC", {}, {}, "g"), object()
+
+    async def always(_: Any) -> bool:
+        return True
+
+    sup = Supervisor(
+        [flow("SF"), flow("LON")],
+        Metrics(),
+        flow_factory=Quiet,
+        answers=always,  # type: ignore[arg-type]
+    )
+    task = asyncio.create_task(sup.run(install_signals=False))
+    try:
+        for _ in range(3000):
+            if len(runs) == 2:
+                break
+            await asyncio.sleep(0.01)
+        sf = sup.live("SF->NYC")
+        plan = ReloadPlan(added=("PAR->NYC",), removed=("LON->NYC",), unchanged=("SF->NYC",))
+        await sup.apply([flow("SF"), flow("PAR")], plan)
+        for _ in range(3000):
+            if "PAR->NYC" in runs:
+                break
+            await asyncio.sleep(0.01)
+        assert stopped == ["LON->NYC"]  # drained and stopped, the others untouched
+        assert sup.live("SF->NYC") is sf
+        assert sorted(sup.states) == ["PAR->NYC", "SF->NYC"]
+        assert sorted(sup.plane.controls) == ["PAR->NYC", "SF->NYC"]
+    finally:
+        sup.stop()
+        await asyncio.wait_for(task, 30)
