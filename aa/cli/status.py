@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import threading
 import time
 import urllib.request
 from collections.abc import Callable
@@ -160,6 +161,29 @@ def _frame(dcs: list[DcStatus], stale: float, as_json: bool) -> tuple[Any, list[
     return Group(render(dcs, stale), *lines), found
 
 
+def collect_now(topology: Topology, urls: dict[str, str]) -> list[DcStatus]:
+    """:func:`collect`, run in a thread of its own so that Ctrl-C stops `aa status` at once
+    (exit 130): in the main thread, asyncio.run cancels its task on Ctrl-C and, when a client
+    library held on to that cancellation and the read ended normally, went on as if nothing
+    had been pressed (a watch never stopped)."""
+    done: list[list[DcStatus]] = []
+    failed: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            done.append(asyncio.run(collect(topology, urls)))
+        except BaseException as exc:  # noqa: BLE001 - raised again in the caller's thread
+            failed.append(exc)
+
+    worker = threading.Thread(target=work, name="aa-status-read", daemon=True)
+    worker.start()
+    while worker.is_alive():
+        worker.join(0.2)  # a KeyboardInterrupt lands here, in the main thread
+    if failed:
+        raise failed[0]
+    return done[0]
+
+
 def _status(args: argparse.Namespace) -> int:
     topology = load_config(args.config)
     urls = parse_metrics_urls(topology, args.metrics)
@@ -168,7 +192,7 @@ def _status(args: argparse.Namespace) -> int:
     console = Console(width=None if terminal else 160)
 
     def look() -> tuple[Any, list[str]]:
-        return _frame(asyncio.run(collect(topology, urls)), stale, args.json)
+        return _frame(collect_now(topology, urls), stale, args.json)
 
     if args.watch is None:
         shown, found = look()
