@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -24,15 +23,25 @@ def register(sub: Any) -> None:
     p.set_defaults(func=_lag)
 
 
+FIELDS = ("flow", "topic", "partition", "end", "copied", "lag_records", "lag_seconds")
+"""The table's columns and the ``--json`` fields: the same names (and those of `aa status`)."""
+
+
+def lag_row(r: PartitionLag) -> dict[str, Any]:
+    """One partition's row, keyed by :data:`FIELDS`."""
+    values = (r.flow, r.topic, r.partition, r.end, r.copied, r.records, r.seconds)
+    return dict(zip(FIELDS, values, strict=True))
+
+
 def format_lag(rows: list[PartitionLag]) -> str:
-    table = [("flow", "topic", "partition", "end", "copied", "lag", "lag_s")]
+    table: list[tuple[str, ...]] = [FIELDS]
     for r in rows:
+        row = lag_row(r)
         secs = "-" if r.seconds is None else f"{r.seconds:.1f}"
-        table.append(
-            (r.flow, r.topic, str(r.partition), str(r.end), str(r.copied), str(r.records), secs)
-        )
-    widths = [max(len(t[i]) for t in table) for i in range(len(table[0]))]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(t, widths, strict=True)) for t in table)
+        table.append(tuple(secs if k == "lag_seconds" else str(row[k]) for k in FIELDS))
+    widths = [max(len(t[i]) for t in table) for i in range(len(FIELDS))]
+    lines = ("  ".join(c.ljust(w) for c, w in zip(t, widths, strict=True)) for t in table)
+    return "\n".join(line.rstrip() for line in lines)
 
 
 async def all_lag(config: Path, only: str | None) -> list[PartitionLag]:
@@ -56,7 +65,7 @@ async def all_lag(config: Path, only: str | None) -> list[PartitionLag]:
 def _lag(args: argparse.Namespace) -> int:
     rows = asyncio.run(all_lag(args.config, args.flow))
     if args.json:
-        print(orjson.dumps([dataclasses.asdict(r) | {"records": r.records} for r in rows]).decode())
+        print(orjson.dumps([lag_row(r) for r in rows]).decode())
     else:
         print(format_lag(rows))
     return 0

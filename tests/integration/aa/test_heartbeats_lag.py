@@ -127,12 +127,12 @@ async def test_lag_from_committed_state(
     out = await aa_cli("lag", "--config", str(config), "--json")
     assert out.code == 0, out
     rows = {(r["topic"], r["partition"]): r for r in orjson.loads(out.out)}
-    assert rows[(topic, 0)]["records"] == 30
+    assert rows[(topic, 0)]["lag_records"] == 30
     assert rows[(topic, 0)]["end"] == 80
     assert rows[(topic, 0)]["copied"] == 50
-    assert rows[(topic, 0)]["seconds"] is not None
-    assert rows[(topic, 1)]["records"] == 0
-    assert rows[(topic, 1)]["seconds"] is None
+    assert rows[(topic, 0)]["lag_seconds"] is not None
+    assert rows[(topic, 1)]["lag_records"] == 0
+    assert rows[(topic, 1)]["lag_seconds"] is None
 
 
 async def test_an_idle_flow_shows_its_heartbeats_as_heartbeats_not_as_lag(
