@@ -8,7 +8,11 @@ accepted exception, so ``aa run`` stays free of PySpark.
 from __future__ import annotations
 
 import argparse
+import time
+from pathlib import Path
 from typing import Any
+
+import orjson
 
 from aa.cli.progress import working
 from aa.times import parse_time
@@ -65,5 +69,28 @@ def run(args: argparse.Namespace) -> int:
     parse_time(args.until, option="--until")
     if args.since is not None:
         parse_time(args.since, option="--since")
+    began = time.time()
     with working("reconcile: Spark reads every DC and compares (each stage is logged)"):
-        return run_cli(args)
+        code = run_cli(args)
+    summary = Path(args.out) / "summary.json"
+    if summary.exists() and summary.stat().st_mtime >= began:  # written by this run
+        print(summary_line(orjson.loads(summary.read_bytes()), code, Path(args.out)))
+    return code
+
+
+OUTCOME = {0: "within thresholds", 1: "thresholds crossed", 2: "a DC was not checked"}
+
+
+def summary_line(summary: dict[str, Any], code: int, out: Path) -> str:
+    """One human line for stdout (the logs go to stderr): the window, each finding's count,
+    the outcome and the report."""
+    window = summary.get("window", {})
+    counts = summary.get("counts", {})
+    found = ", ".join(f"{k} {v}" for k, v in counts.items() if isinstance(v, int))
+    outcome = OUTCOME.get(code, "error")
+    crossed = summary.get("thresholds_crossed") or []
+    why = f": {'; '.join(crossed)}" if crossed else ""
+    return (
+        f"reconcile {window.get('since', '?')} .. {window.get('until', '?')}: {found}; "
+        f"exit {code} ({outcome}{why}); report {out / 'report.html'}"
+    )

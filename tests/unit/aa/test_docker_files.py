@@ -43,7 +43,8 @@ def _container_port(mapping: str) -> int:
 def test_compose_has_three_kafka_dcs_a_mirror_per_dc_reconcile_prometheus_grafana() -> None:
     services = _compose()["services"]
     assert set(services) == {
-        "sf", "nyc", "lon", "aa-sf", "aa-nyc", "aa-lon", "reconcile", "prometheus", "grafana"
+        "sf", "nyc", "lon", "aa-sf", "aa-nyc", "aa-lon", "reconcile", "out-owner", "prometheus",
+        "grafana",
     }  # fmt: skip
     topology = load_config(DOCKER / "topology.yaml")
     for dc in topology.dc_names:
@@ -93,6 +94,24 @@ def test_every_aa_command_in_compose_parses_and_serves_the_scraped_port() -> Non
     assert sorted(targets) == sorted(f"{n}:{p}" for n, p in runs.items())
     assert all(job["metrics_path"] == "/metrics" for job in scrape["scrape_configs"])
     assert "./prometheus.yml:/etc/prometheus/prometheus.yml:ro" in services["prometheus"]["volumes"]
+
+
+def test_the_reports_folder_is_writable_on_a_first_run() -> None:
+    """Issue 35, item 9: ./out does not exist before the first run, so Docker creates it owned
+    by root, and the reconcile container runs as the user aa: it could not write its report. A
+    one-shot step of the same image, as root, hands the folder to aa before the job starts."""
+    services = _compose()["services"]
+    job, owner = services["reconcile"], services["out-owner"]
+    [mount] = [v for v in job["volumes"] if v.endswith(":/out")]
+    assert mount in owner["volumes"]
+    assert owner["user"] == "root"
+    assert owner["entrypoint"] == ["chown", "aa:aa", "/out"]
+    assert (owner["image"], owner["build"]) == (job["image"], job["build"])
+    assert owner["profiles"] == job["profiles"]  # `docker compose run reconcile` starts it
+    assert job["depends_on"]["out-owner"] == {"condition": "service_completed_successfully"}
+    dockerfile = (DOCKER / "Dockerfile").read_text()
+    assert "useradd --create-home --uid 1000 aa" in dockerfile
+    assert dockerfile.rstrip().split("USER ")[-1].startswith("aa"), "the job runs as aa"
 
 
 def test_dockerfile_targets_and_copied_paths_exist() -> None:
