@@ -7,7 +7,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
-from aa.cli.groups import unknown_group_hint
+from aa.cli.groups import unknown_group_error, unknown_group_hint
 from aa.cli.options import group_option, topology_command
 from aa.cli.progress import working
 from aa.cli.reach import known_dc, require_reachable
@@ -168,12 +168,9 @@ async def _check_group_known(topology: Topology, dc: str, group: str) -> None:
         return
     if (await group_state(client, group)).state != "Dead":
         return
-    hint = await unknown_group_hint(topology, dc, group) or "it has committed offsets"
-    raise PlanError(
-        f"--group {group}: {dc} has no such group (no committed offsets, no checkpoints); "
-        f"{hint}. Check the name, or pass --create-group to create it with this plan; nothing "
-        "committed"
-    )
+    hint = await unknown_group_hint(topology, dc, group)
+    if hint is not None:  # (None: the mirror stored checkpoints of it there)
+        raise unknown_group_error(group, dc, hint)
 
 
 def _maybe_execute(

@@ -9,6 +9,7 @@ import difflib
 from aa.checkpoints.task import checkpoint_topic, read_checkpoints
 from aa.config import Topology, client_kwargs
 from aa.config.names import is_own_group
+from aa.failover.plan import PlanError
 from aa.failover.plans import sources_into
 from aa.offsets.groups import list_groups
 
@@ -32,6 +33,15 @@ def group_hint(group: str, dc: str, known: list[str]) -> str:
     shown = ", ".join(known[:SHOWN]) + (" ..." if len(known) > SHOWN else "")
     guess = f"did you mean {near[0]}? " if near else ""
     return f"{guess}groups known in {dc} (offsets or checkpoints): {shown or 'none'}"
+
+
+def unknown_group_error(group: str, dc: str, hint: str) -> PlanError:
+    """The refusal to create ``group`` in ``dc`` by committing a plan (a probable typo)."""
+    return PlanError(
+        f"--group {group}: {dc} has no such group (no committed offsets, no checkpoints); "
+        f"{hint}. Check the name, or pass --create-group to create it with this plan; nothing "
+        "committed"
+    )
 
 
 async def unknown_group_hint(topology: Topology, dc: str, group: str) -> str | None:

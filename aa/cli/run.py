@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import functools
 import signal
+import socket
 from collections.abc import Coroutine, Sequence
 from typing import Any
 
@@ -66,6 +67,7 @@ def _run(args: argparse.Namespace) -> int:
     flows = build_flows(topology, selected)  # a budget too small for them fails here, offline
     # a DC that never answered (wrong address or port, TLS or SASL refused) is one error now,
     # not a flow retrying "Unable to bootstrap" forever
+    check_metrics_port(topology, args.metrics_port)  # named before waiting on any DC
     stopped = asyncio.run(_unless_stopped(check_start(topology, selected)))
     if stopped is not None:  # a stop signal before anything started: nothing to finish
         return INTERRUPTED if stopped == signal.SIGINT else 0
@@ -78,6 +80,29 @@ def _run(args: argparse.Namespace) -> int:
             selection={"dc": args.dc, "flow": args.flow},
         )
     )
+
+
+def _port_error(topology: Topology, metrics_port: int | None, exc: OSError) -> AaError:
+    port = topology.metrics.port if metrics_port is None else metrics_port
+    where = "--metrics-port" if metrics_port is not None else "metrics.port in the config"
+    return AaError(
+        f"metrics port {topology.metrics.host}:{port} cannot be used ({exc.strerror or exc}): "
+        f"another process holds it; choose another with {where} (0 picks a free one)"
+    )
+
+
+def check_metrics_port(topology: Topology, metrics_port: int | None) -> None:
+    """The metrics port can be bound now (as the server binds it: address reuse on), else the
+    error naming it and the option to change."""
+    port = topology.metrics.port if metrics_port is None else metrics_port
+    if port == 0:
+        return
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((topology.metrics.host, port))
+        except OSError as exc:
+            raise _port_error(topology, metrics_port, exc) from None
 
 
 async def check_start(topology: Topology, selected: Sequence[Flow]) -> None:
@@ -158,11 +183,7 @@ async def serve(
     try:
         await server.start()
     except OSError as exc:
-        where = "--metrics-port" if metrics_port is not None else "metrics.port in the config"
-        raise AaError(
-            f"metrics port {topology.metrics.host}:{port} cannot be used ({exc.strerror or exc}): "
-            f"another process holds it; choose another with {where} (0 picks a free one)"
-        ) from None
+        raise _port_error(topology, metrics_port, exc) from None
     log.info(
         "mirror_started",
         flows=[s.name for s, _ in flows],
