@@ -43,6 +43,9 @@ from aa.schemas.wire import HEADER, MAGIC, IdTable, header, topic_translation
 
 MAX_WAIT_S = 10.0
 """The longest pause between two tries of a registry that does not answer."""
+REFUSAL_TTL_S = 30.0
+"""How long a registry's refusal of an id stands before the flow asks again: a failed topic's
+retry, or ``aa resume``, after the registry was fixed then copies the record."""
 
 
 class SchemaTranslator(AsyncResource):
@@ -58,6 +61,8 @@ class SchemaTranslator(AsyncResource):
         self.table = IdTable()
         self._topics: dict[str, Translate | None] = {}
         self._unframed: set[str] = set()
+        self._refused: dict[bytes, float] = {}
+        """When each refused id's refusal was learned (:data:`REFUSAL_TTL_S`)."""
         self._down_since: float | None = None
         self.source, self.target = (
             _registry("source", self.config),
@@ -125,6 +130,7 @@ class SchemaTranslator(AsyncResource):
                 target_id = await self._copier.copy(source_id)
             except RegistryRefused as exc:
                 refusal = self.table.headers[header(source_id)] = self._refusal(source_id, exc)
+                self._refused[header(source_id)] = time.monotonic()
                 self._log.warning("schema_id_refused", kind=refusal.kind, detail=refusal.detail)
                 return True
             except RegistryUnavailable as exc:
@@ -192,12 +198,19 @@ class SchemaTranslator(AsyncResource):
                 return
 
     def _evict(self) -> None:
-        """Forget the oldest ids past ``cache_size`` (before a batch's ids are learned)."""
+        """Forget refusals older than :data:`REFUSAL_TTL_S`, and the oldest ids past
+        ``cache_size`` (before a batch's ids are learned)."""
         headers = self.table.headers
+        if self._refused:
+            old = time.monotonic() - REFUSAL_TTL_S
+            for h in [h for h, at in self._refused.items() if at <= old]:
+                del self._refused[h]
+                headers.pop(h, None)
         extra = len(headers) - self.config.cache_size
         if extra > 0:
             for h in list(headers)[:extra]:
                 del headers[h]
+                self._refused.pop(h, None)
 
 
 def _registry(role: str, config: SchemaTranslation) -> Registry:
