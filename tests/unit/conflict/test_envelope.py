@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import orjson
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conflict import (
@@ -23,6 +23,8 @@ from conflict.ids import is_id, new_id
 pytestmark = pytest.mark.unit
 
 
+# generation and examples take wall time: a loaded machine must not fail them
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     key=st.text(min_size=1, max_size=20),
     payload=st.recursive(

@@ -9,7 +9,7 @@ from typing import Any
 
 import pycrdt
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conflict import (
@@ -113,7 +113,7 @@ RESOLVERS = sorted(BUILTIN)
 
 
 @pytest.mark.parametrize("name", RESOLVERS)
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_any_order_any_duplicates_same_state(name: str, data: st.DataObject) -> None:
     events = data.draw(event_sets(name))
@@ -127,7 +127,7 @@ def _value_bytes(resolver: Resolver[Any], state: Any) -> bytes:
 
 
 @pytest.mark.parametrize("name", RESOLVERS)
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_merge_is_associative_commutative_idempotent(name: str, data: st.DataObject) -> None:
     """Three DCs' partial folds, over overlapping subsets in any order, merge to the fold of
@@ -154,7 +154,7 @@ def test_merge_is_associative_commutative_idempotent(name: str, data: st.DataObj
 
 
 @pytest.mark.parametrize("name", RESOLVERS)
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_materializer_matches_resolve_in_any_order(name: str, data: st.DataObject) -> None:
     events = data.draw(event_sets(name))
