@@ -9,17 +9,19 @@ and ``tent`` set. The presence aggregation, which already groups every row of an
 then tells per id whether its tentative rows are *confirmed*: every in-window event row of
 the id has the same value hash and at least one of them was fully decoded. The tentative rows
 of unconfirmed ids (a forged or broken copy, an origin outside the read) get the full check
-afterwards (:func:`unverified`); if any fails it, the job writes its records again with every
+afterwards (:func:`unconfirmed_ids`, :func:`refused`, picked in one scan by
+:mod:`spark_reconcile.picked`); if any fails it, the job writes its records again with every
 row decoded (``trust_copies=False``), so the findings are always those of a full decode.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
+from pyspark.sql import functions as F
+
 from aa.provenance import SRC
-from spark_reconcile.records import prepare, verdict
+from spark_reconcile.native_decode import verdict
 
 _LOOKS_LIKE_ID = r'^\{"id":"[0-9A-HJKMNP-TV-Z]{26}"'
 TENT, VERIFIED, UNSURE = 1, 2, 4
@@ -31,8 +33,6 @@ def tentative(header_keys: Any, has_envelope_headers: Any, max_bytes: int) -> An
     like an envelope (``{"id":"`` and 26 id characters): its bytes decide for it. (Not
     ``has_prov``: its three header lookups here pushed the read stage's generated method past
     HotSpot's 8,000-byte limit for compiling a method, 5.2 -> 9.0 kB, so it ran interpreted.)"""
-    from pyspark.sql import functions as F
-
     value = F.col("value")
     head = F.substring(value, 1, 34).cast("string")
     return F.coalesce(
@@ -51,8 +51,6 @@ def trust_flag(is_event: Any) -> Any:
     ``VERIFIED`` an event row the native decoder accepted; 0 otherwise. (A row only the
     Python decoder accepted vouches for nothing: its key may be written with escapes, which
     a tentative copy's cut key would keep.)"""
-    from pyspark.sql import functions as F
-
     return (
         F.when(F.col("tent") & is_event, F.lit(TENT))
         .when(F.col("tent"), F.lit(UNSURE))
@@ -64,8 +62,6 @@ def trust_flag(is_event: Any) -> Any:
 def unconfirmed(trust: Any, v_min: Any, v_max: Any) -> Any:
     """Per id (``trust``: bit_or of :func:`trust_flag`): tentative rows that its fully
     decoded rows do not vouch for."""
-    from pyspark.sql import functions as F
-
     tent = trust.bitwiseAND(TENT | UNSURE) != 0
     vouched = (trust.bitwiseAND(UNSURE) == 0) & (trust.bitwiseAND(VERIFIED) != 0) & (v_min == v_max)
     return tent & ~F.coalesce(vouched, F.lit(False))
@@ -74,8 +70,6 @@ def unconfirmed(trust: Any, v_min: Any, v_max: Any) -> Any:
 def unconfirmed_ids(per_id: Any) -> Any:
     """``ltopic, event_id`` of the :func:`~.presence.ids` rows with unconfirmed tentative
     copies (a tentative row's rid is "event:" + its event id)."""
-    from pyspark.sql import functions as F
-
     return per_id.filter(F.col("unconfirmed")).select(
         "ltopic", F.expr("substring(rid, 7)").alias("event_id")
     )
@@ -86,49 +80,5 @@ def refused(rows: Any) -> Any:
     ``event-*`` header), those the native decoder refuses. Checked on the file: in one query
     with the join that picks them, Spark's optimizer moves the check below the join (onto
     every tentative row), whatever the condition is written as."""
-    from pyspark.sql import functions as F
-
     no_headers = F.lit(None).cast("array<struct<key:string,value:binary>>")
     return rows.withColumn("no_headers", no_headers).filter(~verdict("ev_value", "no_headers"))
-
-
-def unverified(records: Any, per_id: Any, path: Path) -> Any:
-    """The tentative rows of unconfirmed ids that the native decoder refuses (``records``:
-    finished rows with ``ev_value``; ``per_id``: :func:`~.presence.ids` rows), written to
-    ``path`` first and checked there (:func:`refused`). The job picks them in its scan for
-    divergent's suspect events instead (:mod:`spark_reconcile.picked`)."""
-    from pyspark.sql import functions as F
-
-    records.filter(F.col("tent")).select("ltopic", "event_id", "dc", "offset", "ev_value").join(
-        F.broadcast(unconfirmed_ids(per_id)), ["ltopic", "event_id"]
-    ).write.mode("overwrite").parquet(str(path))
-    return refused(records.sparkSession.read.parquet(str(path)))
-
-
-def store_records(
-    spark: Any,
-    raw: Any,
-    resolvers: Any,
-    path: Path,
-    options: dict[str, str],
-    *,
-    trust_copies: bool,
-) -> Any:
-    """Raw rows -> the run's records (:func:`~.records.prepare`) written once as Parquet at
-    ``path``; the rows the native decoder refused, if any, decoded in Python into a second,
-    small file beside it. Returns the view over the two."""
-    from pyspark.sql import functions as F
-
-    from spark_reconcile.records import decode_slow_rows
-
-    raw.transform(prepare(resolvers, trust_copies=trust_copies)).write.options(**options).mode(
-        "overwrite"
-    ).parquet(str(path))
-    stored = spark.read.parquet(str(path))
-    if stored.filter(F.col("needs_slow")).isEmpty():
-        return stored  # no Python worker starts: every event took the native decoder
-    slow_path = path.parent / "slow"
-    stored.filter(F.col("needs_slow")).transform(
-        decode_slow_rows("ev_value", "ev_headers")
-    ).write.mode("overwrite").parquet(str(slow_path))
-    return stored.filter(~F.col("needs_slow")).unionByName(spark.read.parquet(str(slow_path)))

@@ -9,11 +9,9 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from conflict import BUILTIN, HLC, ConflictError, Event, resolve
+from conflict import BUILTIN, ConflictError, Event, resolve
 from conflict import state_bytes as canonical_bytes
-from conflict.ids import new_id
 from spark_reconcile.errors import EventDecodeError
 
 Headers = Sequence[tuple[str, bytes | None]]
@@ -57,9 +55,3 @@ def state_bytes(resolver: str, records: Iterable[tuple[bytes | None, Headers | N
 def state_hash(resolver: str, records: Iterable[tuple[bytes | None, Headers | None]]) -> str:
     """First 16 bytes of SHA-256 of :func:`state_bytes`, hex: what DCs compare."""
     return hashlib.sha256(state_bytes(resolver, records)).hexdigest()[:32]
-
-
-def event_value(key: str, hlc: tuple[int, int, str], payload: Any, type_: str = "set") -> bytes:
-    """The record value of a new event (tests and the benchmark build data with it)."""
-    ms, logical, dc = hlc
-    return Event(new_id(ms), key, type_, dc, HLC(ms, logical, dc), payload).encode()[1]

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from pyspark.sql import functions as F
+
 
 def _columns(schema: str) -> list[tuple[str, str]]:
     """``"a string, b long"`` -> ``[("a", "string"), ("b", "long")]`` (simple types only)."""
@@ -27,8 +29,6 @@ def literal_frame(spark: Any, rows: Iterable[Sequence[Any]], schema: str) -> Any
     """A DataFrame of ``rows`` (tuples in ``schema`` order), typed by ``schema`` (DDL of simple
     types, e.g. ``"origin string, committed long"``). For a few rows: they are part of the
     query plan."""
-    from pyspark.sql import functions as F
-
     cols = _columns(schema)
     data = [tuple(r) for r in rows]
     for r in data:

@@ -18,6 +18,7 @@ import hashlib
 import os
 import re
 import shutil
+import subprocess
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -109,8 +110,6 @@ def finish_training(cache: JvmCache, jvm: object, timeout_s: float = 300.0) -> b
     """After a training run's Spark has stopped: let its JVM exit (it writes the cache as it
     does), then move the cache into place. ``jvm`` is the JVM's ``subprocess.Popen``. False,
     and nothing in place, when the JVM did not exit in time or wrote nothing."""
-    import subprocess
-
     if cache.training is None or cache.final is None or not isinstance(jvm, subprocess.Popen):
         return False
     if jvm.stdin is not None:

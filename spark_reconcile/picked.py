@@ -14,6 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pyspark.sql import functions as F
+
+from spark_reconcile.copies import refused, unconfirmed_ids
+from spark_reconcile.findings.divergent import EVENT_FIELDS, event_columns, suspect_keys_written
+from spark_reconcile.findings.presence import is_event
+
 
 @dataclass(frozen=True, slots=True)
 class Picked:
@@ -23,8 +29,8 @@ class Picked:
     """:func:`~.findings.divergent.events` rows, with ``value`` and ``headers``, of the
     suspect keys."""
     unverified: Any
-    """:func:`~spark_reconcile.copies.unverified`'s rows: the tentative copies of unconfirmed
-    ids that the native decoder refuses."""
+    """The tentative copies of unconfirmed ids that the native decoder refuses
+    (:func:`~spark_reconcile.copies.refused`)."""
 
 
 def pick(
@@ -38,16 +44,6 @@ def pick(
     :func:`~.findings.presence.ids` rows over ``dcs``; ``topic_dcs``: as for
     :func:`~.findings.divergent.divergent`. Writes the suspect keys, then the picked rows,
     into ``work``."""
-    from pyspark.sql import functions as F
-
-    from spark_reconcile.copies import refused, unconfirmed_ids
-    from spark_reconcile.findings.divergent import (
-        EVENT_FIELDS,
-        event_columns,
-        suspect_keys_written,
-    )
-    from spark_reconcile.findings.presence import is_event
-
     spark = records.sparkSession
     suspects = suspect_keys_written(per_id, topic_dcs, dcs, work).withColumn("sus", F.lit(True))
     todo = unconfirmed_ids(per_id).withColumn("todo", F.lit(True))

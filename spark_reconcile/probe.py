@@ -16,44 +16,22 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
+from pyspark.sql import functions as F
 
 from aa.admin import ClusterAdmin
 from aa.config import client_kwargs
 from aa.config.client import preflight
+from aa.logs import get_logger
 from aa.mirror.build import group_id
 from aa.offsets.groups import group_offsets
 from spark_reconcile.errors import DcUnreachableError
 from spark_reconcile.frames import literal_frame
 from spark_reconcile.plan import ReadPlan
+from spark_reconcile.ranges import PartitionRange
 from spark_reconcile.state import RunState
 from spark_reconcile.window import Window
 
 CONNECT_TIMEOUT_S = 15.0
-
-
-@dataclass(frozen=True, slots=True)
-class PartitionRange:
-    """Offsets ``[start, end)`` of one partition of one DC's topic to read."""
-
-    dc: str
-    topic: str
-    logical: str
-    partition: int
-    start: int
-    end: int
-    log_start: int = 0
-    """The partition's first offset still held (above 0: older records were deleted)."""
-    compacted: bool = False
-    """The topic's ``cleanup.policy`` includes ``compact`` (only the latest value per key)."""
-
-    @property
-    def truncated(self) -> bool:
-        """Retention (or a delete) removed records this read would otherwise have seen."""
-        return self.log_start > 0 and self.start == self.log_start
-
-    @property
-    def empty(self) -> bool:
-        return self.end <= self.start
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,8 +165,6 @@ async def _mirrored(
 
 
 def _log() -> Any:
-    from aa.logs import get_logger
-
     return get_logger("spark_reconcile.probe")
 
 
@@ -255,8 +231,6 @@ def mirrored_frame(spark: Any, probed: Probe) -> Any:
 def horizons_frame(spark: Any, records: Any, all_ranges: Sequence[PartitionRange]) -> Any:
     """``dc, ltopic, partition, horizon_ts`` of truncated partitions: the time of the first
     record each still holds (the probe time when retention removed them all)."""
-    from pyspark.sql import functions as F
-
     cut = [r for r in all_ranges if r.log_start > 0 and r.start <= r.log_start]
     starts = literal_frame(
         spark,

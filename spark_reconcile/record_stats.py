@@ -18,6 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from pyspark.sql import functions as F
+
 from spark_reconcile.findings.delay import (
     QUANTILES,
     delay_bucket,
@@ -68,8 +70,6 @@ def _distinct_rows(records: Any) -> Any:
     paths and loops are then derived per combination, not per record). A measured copy's
     time bucket and :func:`~.delay.delay_bucket` are part of its combination, and ``hi`` is
     the largest delay of the rows behind it."""
-    from pyspark.sql import functions as F
-
     measured = is_measured()
     delay = F.col("mirrored_at") - F.col("ts")
     # the job's records keep the path as the string they were stored as: no split per record
@@ -113,8 +113,6 @@ def aggregate(records: Any) -> Any:
     explicit ``explode`` of the set numbers, so that a row only meets the sets it counts in),
     and the delay sets' percentiles are read off their histograms
     (:func:`~.delay.percentiles`), all in one query."""
-    from pyspark.sql import functions as F
-
     flow_m = measured_flow()
     sets = F.when(
         flow_m.isNotNull(), F.array(F.lit(BY_FLOW), F.lit(BY_BUCKET), F.lit(BY_DC))

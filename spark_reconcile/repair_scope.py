@@ -10,12 +10,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
+from pyspark.sql import functions as F
+
 from aa.logs import get_logger
 from spark_reconcile.findings.missing import EXPIRED
 from spark_reconcile.frames import literal_frame
 from spark_reconcile.options import JobOptions
 from spark_reconcile.plan import ReadPlan
-from spark_reconcile.probe import PartitionRange, Probe, probe
+from spark_reconcile.probe import Probe, probe
+from spark_reconcile.ranges import PartitionRange
 from spark_reconcile.records import decode_slow, finish, prepare
 from spark_reconcile.source import read_dcs
 from spark_reconcile.window import Window
@@ -32,8 +35,6 @@ def with_payload(rows: Any, with_values: Callable[[Any], Any], *, empty: bool = 
     """Missing rows with the origin record's ``key``, ``value`` and ``headers`` (for repair),
     read back from the origin DC for these offsets only. ``empty``: ``rows`` are known to be
     empty (no query to find out)."""
-    from pyspark.sql import functions as F
-
     if empty or rows.isEmpty():
         return rows.select(
             "*",
@@ -52,8 +53,6 @@ def first_on_branch(missing: Any, absent: Any) -> Any:
     """``missing`` rows whose parent DC (on the origin's route tree) holds the record: the
     first DC lacking it on each branch. The mirrors carry the repaired copy on to the DCs below
     it, so a chain ends with one copy per DC."""
-    from pyspark.sql import functions as F
-
     upstream = absent.filter(F.col("status") != EXPIRED).select(
         F.col("target").alias("parent"), "origin", "ltopic", "rid"
     )
@@ -65,8 +64,6 @@ def not_older_than_target(
 ) -> Callable[[Any], Any]:
     """On compacted topics, never re-append an older value after a newer one: drop repair rows
     whose target already holds a record with the same key and a later timestamp."""
-    from pyspark.sql import functions as F
-
     compacted = sorted({(r.dc, r.topic) for r in all_ranges if r.compacted})
 
     def transform(todo: Any) -> Any:
@@ -92,8 +89,6 @@ def recheck(
     """``todo`` without the records whose copy reached their target since the probe (the
     mirror caught up while Spark ran): the targets are probed again and only what arrived
     after the first probe's end offsets is read."""
-    from pyspark.sql import functions as F
-
     again = asyncio.run(probe(plan, window, None, opts.connect_timeout_s))
     ends = {(r.dc, r.topic, r.partition): r.end for r in probed.all_ranges()}
     targets = {r.target for r in todo.select("target").distinct().collect()}

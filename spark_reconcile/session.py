@@ -8,8 +8,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import pyspark
+from pyspark import SparkContext
+from pyspark.sql import SparkSession
+
+from aa.dev.artifacts import cache_root
+from aa.dev.spark import spark_kafka_jars
 from spark_reconcile import jvm_cache as jvm_cache_mod
-from spark_reconcile.errors import ReconcileError
 
 C2_THRESHOLDS = (
     "-XX:Tier4InvocationThreshold=50000",
@@ -53,13 +58,6 @@ def build_session(
     the first run trains) an ahead-of-time cache on JDK 25+ (:mod:`spark_reconcile.jvm_cache`);
     a run that trains it must end with :func:`finish_session`.
     """
-    try:
-        from pyspark import SparkContext
-        from pyspark.sql import SparkSession
-    except ImportError:
-        raise ReconcileError(
-            "PySpark is not installed: pip install 'aa[spark]' to run aa reconcile"
-        ) from None
     builder = SparkSession.builder.appName(app_name)
     submitted = under_spark_submit()
     cache = jvm_cache_mod.NONE
@@ -67,8 +65,6 @@ def build_session(
         builder = builder.master(master or "local[*]")
     if not submitted:
         if jars is None:
-            from aa.dev.spark import spark_kafka_jars
-
             jars = spark_kafka_jars()
         # Local workers run this interpreter, so they import the same conflict/aa/aiokafka.
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -76,10 +72,6 @@ def build_session(
         # otherwise get its own, resident memory beyond the heap); a value already set wins
         os.environ.setdefault("MALLOC_ARENA_MAX", "2")
         if jvm_cache and SparkContext._active_spark_context is None:
-            import pyspark
-
-            from aa.dev.artifacts import cache_root
-
             cache = jvm_cache_mod.cache_options(
                 cache_root() / "reconcile-jvm",
                 Path(pyspark.__file__).parent,
@@ -132,8 +124,6 @@ def finish_session(spark: Any) -> None:
     cache = _TRAINING.pop(id(spark), None)
     if cache is None:
         return
-    from pyspark import SparkContext
-
     # pyspark keeps its JVM's Popen on the gateway
     jvm = getattr(SparkContext._gateway, "proc", None)
     spark.stop()

@@ -11,10 +11,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import orjson
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from aa.config import Datacenter
 from aa.errors import ConfigError
-from spark_reconcile.probe import PartitionRange
+from spark_reconcile.ranges import PartitionRange
 
 RAW_COLUMNS = ("dc", "topic", "ltopic", "partition", "offset", "key", "value", "ts", "headers")
 
@@ -85,8 +87,6 @@ def empty_raw(spark: Any) -> Any:
 
 
 def raw_schema() -> Any:
-    from pyspark.sql import types as T
-
     header = T.StructType(
         [T.StructField("key", T.StringType()), T.StructField("value", T.BinaryType())]
     )
@@ -115,8 +115,6 @@ def read_positions(
     records' ``record_key``, ``value`` and ``headers``, read again from Kafka: only the offset span
     of each partition that holds a position (repair payloads, suspect keys' events).
     ``logical``: physical topic -> logical name."""
-    from pyspark.sql import functions as F
-
     spans = (
         positions.groupBy("dc", "topic", "partition")
         .agg(F.min("offset").alias("lo"), F.max("offset").alias("hi"))
@@ -144,8 +142,6 @@ def read_dcs(
 ) -> Any:
     """All DCs' records in the ranges as one DataFrame with :data:`RAW_COLUMNS`.
     ``min_partitions``: Spark's ``minPartitions`` (split large offset ranges across cores)."""
-    from pyspark.sql import functions as F
-
     frames = []
     for dc, dc_ranges in sorted(ranges.items()):
         todo = [r for r in dc_ranges if not r.empty]

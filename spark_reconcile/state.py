@@ -9,14 +9,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 
 from spark_reconcile.errors import ReconcileError
-
-if TYPE_CHECKING:
-    from spark_reconcile.probe import PartitionRange
+from spark_reconcile.ranges import PartitionRange
 
 VERSION = 1
 

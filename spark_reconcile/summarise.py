@@ -6,7 +6,10 @@ Only aggregates and bounded samples leave Spark: counts per DC/topic/flow/bucket
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
+
+from pyspark.sql import functions as F
 
 SAMPLE = 20
 
@@ -18,8 +21,6 @@ def _rows(df: Any, limit: int | None = None) -> list[dict[str, Any]]:
 
 
 def counts_by(df: Any, *cols: str) -> list[dict[str, Any]]:
-    from pyspark.sql import functions as F
-
     return _rows(df.groupBy(*cols).agg(F.count(F.lit(1)).alias("count")).orderBy(*cols))
 
 
@@ -32,8 +33,6 @@ local writes (no provenance headers: origin = this DC), copies, and copies witho
 def record_count_columns(weight: Any = None) -> list[Any]:
     """The aggregations of :data:`RECORD_COUNTS`, over the records in the window (each row
     counted ``weight`` times: a column of rows it stands for; once by default)."""
-    from pyspark.sql import functions as F
-
     w = F.lit(1) if weight is None else weight
     return [
         F.sum(w).alias("records") if weight is not None else F.count(F.lit(1)).alias("records"),
@@ -52,8 +51,6 @@ def nulls_first(values: tuple[Any, ...]) -> tuple[tuple[bool, Any], ...]:
 
 def sample(df: Any, *drop: str) -> list[dict[str, Any]]:
     """Up to :data:`SAMPLE` rows, binary columns shown as short text."""
-    from pyspark.sql import functions as F
-
     cols = [c for c in df.columns if c not in drop]
     out = df.select(*cols)
     for name, kind in out.dtypes:
@@ -108,8 +105,6 @@ def missing_by_flow_and_bucket(
 
 def counts_by_completeness(df: Any) -> list[dict[str, Any]]:
     """Completeness totals per topic, origin and DC (the per-bucket rows are in Parquet)."""
-    from pyspark.sql import functions as F
-
     return [
         r.asDict()
         for r in df.groupBy("ltopic", "origin", "dc")
@@ -124,6 +119,4 @@ def counts_by_completeness(df: Any) -> list[dict[str, Any]]:
 
 
 def iso(ms: int) -> str:
-    from datetime import UTC, datetime
-
     return datetime.fromtimestamp(ms / 1000, UTC).isoformat().replace("+00:00", "Z")

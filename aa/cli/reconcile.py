@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 
 from aa.cli.progress import working
+from aa.errors import AaError
 from aa.times import parse_time
 
 DESCRIPTION = """\
@@ -59,8 +60,6 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    # lazy: PySpark is loaded only for this command
-    from spark_reconcile.job import run_cli
     from spark_reconcile.options import from_args
 
     # a mistyped option (a time without a zone, a bad threshold) is one line before Spark starts,
@@ -69,6 +68,14 @@ def run(args: argparse.Namespace) -> int:
     parse_time(args.until, option="--until")
     if args.since is not None:
         parse_time(args.since, option="--since")
+    try:
+        from spark_reconcile.job import run_cli  # lazy: PySpark is loaded only for this command
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").partition(".")[0] != "pyspark":
+            raise
+        raise AaError(
+            "PySpark is not installed: pip install 'aa[spark]' to run aa reconcile"
+        ) from None
     began = time.time()
     with working("reconcile: Spark reads every DC and compares (each stage is logged)"):
         code = run_cli(args)

@@ -5,7 +5,7 @@ but for ``divergent``'s fold of a few suspect keys' events (:mod:`~spark_reconci
 
 from spark_reconcile.findings.completeness import completeness
 from spark_reconcile.findings.delay import delay_by_bucket, delay_by_flow
-from spark_reconcile.findings.divergent import divergent, values_from
+from spark_reconcile.findings.divergent import divergent
 from spark_reconcile.findings.duplicated import duplicated
 from spark_reconcile.findings.fold import key_states
 from spark_reconcile.findings.looped import looped
@@ -23,5 +23,4 @@ __all__ = [
     "looped",
     "malformed",
     "missing",
-    "values_from",
 ]

@@ -6,11 +6,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from pyspark.sql import functions as F
+
 
 def completeness(expected: Any) -> Callable[[Any], Any]:
     """``expected``: ``origin``, ``ltopic``, ``target``. Rows: ``ltopic, origin, bucket, dc,
     origin_count, count, missing`` (``missing`` = origin's count minus the DC's, >= 0)."""
-    from pyspark.sql import functions as F
 
     def transform(df: Any) -> Any:
         rows = df.filter(

@@ -12,8 +12,12 @@ under ``1 / DELAY_STEP`` ms, where a bucket holds one integer)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
+
+from pyspark.sql import Window
+from pyspark.sql import functions as F
 
 QUANTILES = (50, 90, 99)
 """The percentiles reported (p50, p90, p99), in percent."""
@@ -22,8 +26,6 @@ DELAY_STEP = 1 / 256
 
 
 def _is_copy() -> Any:
-    from pyspark.sql import functions as F
-
     return (
         F.col("in_window")
         & F.col("has_prov")
@@ -33,8 +35,6 @@ def _is_copy() -> Any:
 
 
 def _flow() -> Any:
-    from pyspark.sql import functions as F
-
     previous = F.when(F.size("path") >= 2, F.element_at("path", -2)).otherwise(F.col("origin"))
     return F.concat(previous, F.lit("->"), F.col("dc"))
 
@@ -46,29 +46,21 @@ def _copies(df: Any) -> Any:
 def unmeasured_flow() -> Any:
     """The flow of a copy :func:`unmeasured` counts (in the window, without ``aa-ts``), null
     for every other record: lets one aggregation of every record count them too."""
-    from pyspark.sql import functions as F
-
     return F.when(_is_copy() & F.col("mirrored_at").isNull(), _flow())
 
 
 def is_measured() -> Any:
     """True for a copy :func:`measured` keeps (in the window, with ``aa-ts``)."""
-    from pyspark.sql import functions as F
-
     return _is_copy() & F.col("mirrored_at").isNotNull()
 
 
 def measured_flow() -> Any:
     """The flow of a copy :func:`measured` keeps, null for every other record."""
-    from pyspark.sql import functions as F
-
     return F.when(is_measured(), _flow())
 
 
 def measured(df: Any) -> Any:
     """Copies with ``aa-ts`` and their ``delay_ms``."""
-    from pyspark.sql import functions as F
-
     return (
         _copies(df)
         .filter(F.col("mirrored_at").isNotNull())
@@ -78,8 +70,6 @@ def measured(df: Any) -> Any:
 
 def unmeasured(df: Any) -> Any:
     """Copies without ``aa-ts`` per flow (a mirror that does not stamp them, or MM2)."""
-    from pyspark.sql import functions as F
-
     return (
         _copies(df)
         .filter(F.col("mirrored_at").isNull())
@@ -94,10 +84,6 @@ def delay_bucket(delay: Any) -> Any:
     ``[(1 + s)^(k-1), (1 + s)^k)`` (negated for negative delays: clocks of two DCs can
     disagree). Non-decreasing in the delay (``ln`` is monotonic), so buckets ordered by key are
     ordered by delay; at most one integer per bucket below ``1 / DELAY_STEP``."""
-    import math
-
-    from pyspark.sql import functions as F
-
     magnitude = F.floor(F.log(F.abs(delay).cast("double")) / math.log1p(DELAY_STEP)) + 1
     return F.when(delay == 0, F.lit(0).cast("long")).otherwise(
         F.signum(delay).cast("long") * magnitude
@@ -109,9 +95,6 @@ def percentiles(histogram: Any, *by: str, carry: tuple[str, ...] = ()) -> Any:
     per ``by`` group: ``copies``, ``p50_ms``/``p90_ms``/``p99_ms`` (see the module's note) and
     ``max_ms``, and the sums of the ``carry`` columns. The histogram is small (groups x
     populated buckets): the window functions here sort a few rows, never the delays."""
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-
     per = histogram.groupBy(*by, "dbucket").agg(
         F.sum("n").alias("n"), F.max("hi").alias("hi"), *(F.sum(c).alias(c) for c in carry)
     )
@@ -143,8 +126,6 @@ def percentiles(histogram: Any, *by: str, carry: tuple[str, ...] = ()) -> Any:
 
 def histogram(df: Any, *by: str) -> Any:
     """Measured copies -> delay histogram rows per ``by`` and :func:`delay_bucket`."""
-    from pyspark.sql import functions as F
-
     return (
         measured(df)
         .groupBy(*by, delay_bucket(F.col("delay_ms")).alias("dbucket"))

@@ -17,6 +17,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pyspark.sql import functions as F
+
 from spark_reconcile.findings.fold import (
     ABSENT,
     CONFLICTING,
@@ -26,8 +28,9 @@ from spark_reconcile.findings.fold import (
     divergent_on_driver,
     key_states,
 )
+from spark_reconcile.findings.masks import dc_bits, mask_of
+from spark_reconcile.findings.presence import is_event
 
-REASONS = (CONFLICTING, ABSENT, UNFOLDABLE)
 COUNTED = (CONFLICTING, UNFOLDABLE)
 """Reasons counted as ``divergent`` (absent events are counted where they are absent)."""
 
@@ -36,8 +39,6 @@ def events(df: Any, values: tuple[str, str] | None = None) -> Any:
     """The decodable events in the window: ``ltopic, resolver, key, dc, event_id, vhash`` and
     where they are (``topic, partition, offset``); with ``values`` (the names of ``df``'s value
     and headers columns) their ``value`` and ``headers`` too."""
-    from spark_reconcile.findings.presence import is_event
-
     return df.filter(is_event()).select(*event_columns(values))
 
 
@@ -57,8 +58,6 @@ EVENT_FIELDS = (
 
 def event_columns(values: tuple[str, str] | None = None) -> list[Any]:
     """What :func:`events` selects from normalised records (``values``: as there)."""
-    from pyspark.sql import functions as F
-
     named = {"key": F.col("event_key").alias("key")}
     extra = (
         []
@@ -76,17 +75,9 @@ def suspects(topic_dcs: Mapping[str, Sequence[str]]) -> Callable[[Any], Any]:
     Fixed-width aggregations only (one shuffle, on the key): per-key lists (``collect_list``)
     make Spark fall back to a sort-based aggregation, and lambda functions over arrays run in
     a slow interpreter; the digests are computed for every key."""
-    from pyspark.sql import functions as F
-
     dcs = sorted({d for ds in topic_dcs.values() for d in ds})
     bit = {d: 1 << i for i, d in enumerate(dcs)}
     wanted_mask = {t: sum(bit[d] for d in ds) for t, ds in topic_dcs.items()}
-
-    def lookup(mapping: Mapping[str, Any], column: str) -> Any:
-        if not mapping:
-            return F.lit(0).cast("long")
-        pairs = [F.lit(x) for kv in sorted(mapping.items()) for x in kv]
-        return F.coalesce(F.create_map(*pairs)[F.col(column)].cast("long"), F.lit(0).cast("long"))
 
     def transform(evs: Any) -> Any:
         per_dc = (
@@ -102,10 +93,10 @@ def suspects(topic_dcs: Mapping[str, Sequence[str]]) -> Callable[[Any], Any]:
             .agg(F.bit_xor("h").alias("digest"))
         )
         per_key = per_dc.groupBy("ltopic", "resolver", "key").agg(
-            F.bit_or(lookup(bit, "dc")).alias("held"),
+            F.bit_or(mask_of(bit, F.col("dc"))).alias("held"),
             (F.min("digest") != F.max("digest")).alias("differ"),
         )
-        absent_mask = lookup(wanted_mask, "ltopic").bitwiseAND(F.bitwise_not("held"))
+        absent_mask = mask_of(wanted_mask, F.col("ltopic")).bitwiseAND(F.bitwise_not("held"))
         absent_in = F.array_compact(
             F.array(
                 *[
@@ -135,10 +126,6 @@ def suspect_keys(
     keys as :func:`suspects` (without its 64-bit XOR's collisions; a key hash's collision only
     adds a key to fold), from rows aggregated once per event id instead of a second shuffle of
     every event."""
-    from pyspark.sql import functions as F
-
-    from spark_reconcile.findings.presence import _lookup, dc_bits
-
     bit = dc_bits(dcs)
     wanted = {t: sum(bit[d] for d in ds if d in bit) for t, ds in topic_dcs.items()}
 
@@ -159,7 +146,7 @@ def suspect_keys(
                 F.bool_or("differ").alias("differ"),
             )
         )
-        absent = _lookup(wanted, F.col("ltopic")).bitwiseAND(F.bitwise_not(F.col("held")))
+        absent = mask_of(wanted, F.col("ltopic")).bitwiseAND(F.bitwise_not(F.col("held")))
         return per_key.filter(
             F.col("differ") | (F.col("held") != F.col("every")) | (absent != 0)
         ).select("ltopic", "key_h")
@@ -178,12 +165,8 @@ def suspect_keys_written(
     differs): then only the unsettled events are grouped by key (few, as a rule), not every
     event id (the aggregation took 2.1 s of a 3 x 1M run). Otherwise :func:`suspect_keys`
     runs on every row."""
-    from pyspark.sql import functions as F
-
-    from spark_reconcile.findings.presence import _lookup, dc_bits
-
     bit = dc_bits(dcs)
-    wanted = _lookup(
+    wanted = mask_of(
         {t: sum(bit[d] for d in ds if d in bit) for t, ds in topic_dcs.items()}, F.col("ltopic")
     )
     held = F.col("ev_held")
@@ -213,8 +196,6 @@ def suspect_keys_written(
 def absent_from(topic_dcs: Mapping[str, Sequence[str]], suspect_events: Any) -> Any:
     """``ltopic, key, absent_in``: the DCs that should hold the topic and hold none of the
     key's events (sorted), from the suspect keys' events."""
-    from pyspark.sql import functions as F
-
     if not topic_dcs:
         wanted = F.array().cast("array<string>")
     else:
@@ -234,8 +215,6 @@ def absent_from(topic_dcs: Mapping[str, Sequence[str]], suspect_events: Any) -> 
 def conflicting(suspect_events: Any) -> Any:
     """``ltopic, key, conflicting``: whether one event id of the key has different values in
     different DCs (a forged or corrupted copy). For the suspect keys' events only."""
-    from pyspark.sql import functions as F
-
     return (
         suspect_events.groupBy("ltopic", "key", "event_id")
         .agg(F.count_distinct("vhash").alias("values"))
@@ -247,49 +226,26 @@ def conflicting(suspect_events: Any) -> Any:
 def divergent(
     topic_dcs: Mapping[str, Sequence[str]],
     with_values: Callable[[Any], Any] | None,
-    keep: Callable[[Any, str], Any] | None = None,
-    suspect: Any = None,
-    values: tuple[str, str] | None = None,
+    *,
     fold_on_driver: int = DRIVER_FOLD_MAX_EVENTS,
     suspect_events: Any = None,
 ) -> Callable[[Any], Any]:
     """Normalised records -> divergent keys. ``topic_dcs``: logical topic -> the DCs that should
-    hold it. ``with_values``: positions (``dc, topic, partition, offset`` plus columns to keep)
-    -> the same rows with ``value`` and ``headers`` (read back by the job). ``keep(df, name)``:
-    stores the suspect keys and returns them read back (the job writes a small Parquet file),
-    so the digests are computed once and the events are joined with a small, known table
-    (broadcast, no shuffle of every event); without it the plan recomputes them.
-    ``suspect``: the suspect keys (``ltopic, key_h``, from :func:`suspect_keys`) when the job
-    computed them with its presence aggregation; else the digests of :func:`suspects`. Rows:
-    ``values``: the names of the records' value and headers columns, when the records carry
-    them: with ``keep``, the suspect keys' events and their values are then read in one scan
-    of the records and kept, and ``with_values`` is not called; the driver folds them when
-    they are at most ``fold_on_driver`` events (:mod:`~spark_reconcile.findings.fold`).
-    ``suspect_events``: the suspect keys' events with ``value`` and ``headers``, when the job
-    picked them already (:mod:`spark_reconcile.picked`); the records are then not read. Rows:
-    ``ltopic, key, hashes`` (DC -> state hash), ``absent_in``, ``reason``."""
-    from pyspark.sql import functions as F
+    hold it. ``suspect_events``: the suspect keys' events with ``value`` and ``headers``, as
+    the job picks them (:func:`suspect_keys_written`, :mod:`spark_reconcile.picked`); the
+    records are then not read, and the driver folds the events when they are at most
+    ``fold_on_driver`` (:mod:`~spark_reconcile.findings.fold`). Without them (the finding on
+    its own), the suspect keys come from the digests of :func:`suspects` and ``with_values``
+    reads their events' values: positions (``dc, topic, partition, offset`` plus columns to
+    keep) -> the same rows with ``value`` and ``headers``. Rows: ``ltopic, key, hashes``
+    (DC -> state hash), ``absent_in``, ``reason``."""
 
     def transform(df: Any) -> Any:
         if suspect_events is not None:
             return decided(suspect_events, carry_values=True)
-        one_scan = keep is not None and values is not None
-        evs = events(df, values if one_scan else None)
-        if suspect is None:
-            on = ["ltopic", "key"]
-            few = evs.transform(suspects(topic_dcs)).select(*on)
-        else:
-            on = ["ltopic", "key_h"]
-            few = suspect.select(*on)
-            evs = evs.withColumn("key_h", F.xxhash64("key"))
-        if keep is not None:
-            # few keys are suspect as a rule: joined by broadcast, every event stays put
-            few = F.broadcast(keep(few, "suspects"))
-        found = evs.join(few, on, "left_semi")
-        if keep is not None:
-            # few events: every use below reads them from one small file, not the records
-            found = keep(found, "suspect_events")
-        return decided(found, carry_values=one_scan)
+        evs = events(df)
+        few = evs.transform(suspects(topic_dcs)).select("ltopic", "key")
+        return decided(evs.join(few, ["ltopic", "key"], "left_semi"), carry_values=False)
 
     def decided(evs: Any, *, carry_values: bool) -> Any:
         """Divergent's rows from the suspect keys' events: with their ``value`` and
@@ -305,7 +261,7 @@ def divergent(
             positions = ("dc", "topic", "partition", "offset", "ltopic", "resolver", "key")
             states = key_states(with_values(evs.select(*positions)))
         else:
-            raise ValueError("divergent needs with_values, or keep and values")
+            raise ValueError("divergent needs with_values, or suspect_events")
         sus = conflicting(evs).join(absent_from(topic_dcs, evs), ["ltopic", "key"])
         per_key = states.groupBy("ltopic", "key").agg(
             F.map_from_entries(F.collect_list(F.struct("dc", "state_hash"))).alias("hashes"),
@@ -330,13 +286,3 @@ def divergent(
         )
 
     return transform
-
-
-def values_from(df: Any) -> Callable[[Any], Any]:
-    """``with_values`` for records that still carry ``value`` and ``headers`` (tests)."""
-
-    def attach(positions: Any) -> Any:
-        cols = ["dc", "topic", "partition", "offset"]
-        return positions.join(df.select(*cols, "value", "headers"), cols)
-
-    return attach

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pyspark.sql import functions as F
+
 from spark_reconcile.findings.presence import Flagged, counts_as_copy
 
 
@@ -18,8 +20,6 @@ def duplicated(df: Any, flagged: Flagged | None = None) -> Any:
     grouped again by their exact key, so a hash collision never reports a duplicate.
     ``flagged``: the run's :func:`~spark_reconcile.findings.presence.flag` of the same records;
     its ``maybe_duplicated`` ids are the candidates then (no aggregation of its own)."""
-    from pyspark.sql import functions as F
-
     rows = df.filter(counts_as_copy())
     if flagged is not None:
         candidates = flagged.rows.filter(F.col("maybe_duplicated")).select("ltopic", "rid")

@@ -16,6 +16,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import orjson
+from pyspark.sql import functions as F
+
+from spark_reconcile.events import state_hash
 
 ERROR_PREFIX = "!error: "
 CONFLICTING, ABSENT, UNFOLDABLE = "conflicting copies", "absent events", "unfoldable"
@@ -35,8 +38,6 @@ Event = tuple[Any, Sequence[Any] | None]
 def fold(resolver: str, events: Iterable[Event]) -> str:
     """The state hash of one key's events in one DC, or ``ERROR_PREFIX`` and why the resolver
     refused them (reported as the key's state: one bad key never fails the job)."""
-    from spark_reconcile.events import state_hash
-
     records = [(_bytes(e[0]), [(h[0], _bytes(h[1])) for h in e[1] or ()]) for e in events]
     try:
         return state_hash(resolver, records)
@@ -52,8 +53,6 @@ def _bytes(value: Any) -> bytes | None:
 def key_states(evs_with_values: Any) -> Any:
     """Per (logical topic, key, DC) of events carrying ``value`` and ``headers``: number of
     events and the folded state hash, in Spark's Python workers."""
-    from pyspark.sql import functions as F
-
     grouped = evs_with_values.groupBy("ltopic", "resolver", "key", "dc").agg(
         F.count(F.lit(1)).alias("events"),
         F.collect_list(F.struct("value", "headers")).alias("evs"),
@@ -73,8 +72,6 @@ def divergent_on_driver(
     :func:`~.divergent.divergent` decides them, when there are at most ``max_events`` events
     whose values hold at most ``max_bytes`` (:data:`DRIVER_FOLD_MAX_BYTES`; one query counts
     them, one collects them); ``None`` when there are more."""
-    from pyspark.sql import functions as F
-
     picked = suspect_events.select(
         "ltopic", "resolver", "key", "dc", "event_id", "vhash", "value", "headers"
     )

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from pyspark.sql import functions as F
+
 
 def is_looped() -> Any:
     """True for a copy that has looped (a second copy of it is that loop, not a duplicate)."""
-    from pyspark.sql import functions as F
-
     return F.col("has_prov") & (
         (F.size(F.array_distinct("path")) < F.size("path")) | (F.col("origin") == F.col("dc"))
     )
@@ -16,14 +16,10 @@ def is_looped() -> Any:
 
 def looped_in_window() -> Any:
     """True for a row :func:`looped` reports."""
-    from pyspark.sql import functions as F
-
     return F.col("in_window") & F.col("prov_error").isNull() & is_looped()
 
 
 def looped(df: Any) -> Any:
-    from pyspark.sql import functions as F
-
     return df.filter(looped_in_window()).select(
         "dc",
         "ltopic",

@@ -5,17 +5,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from pyspark.sql import functions as F
+
 
 def is_malformed() -> Any:
     """True for a row :func:`malformed` reports."""
-    from pyspark.sql import functions as F
-
     return F.col("in_window") & (F.col("prov_error").isNotNull() | F.col("event_error").isNotNull())
 
 
 def malformed(df: Any) -> Any:
-    from pyspark.sql import functions as F
-
     return df.filter(is_malformed()).select(
         "dc",
         "ltopic",

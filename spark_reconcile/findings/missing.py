@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from pyspark.sql import functions as F
+
 from spark_reconcile.findings.presence import Flagged, flag, is_origin_record
 
 MISSING_COLUMNS = (
@@ -52,7 +54,6 @@ def absent(
 
     Which DCs hold each record id comes from one aggregation (:mod:`.presence`); only the
     origin records of ids some DC lacks are joined with the expected targets."""
-    from pyspark.sql import functions as F
 
     def transform(df: Any) -> Any:
         exp = (
@@ -124,7 +125,6 @@ def absent(
 
 def missing(expected: Any, **kwargs: Any) -> Callable[[Any], Any]:
     """The rows of :func:`absent` that are really missing: due, not expired."""
-    from pyspark.sql import functions as F
 
     def transform(df: Any) -> Any:
         return df.transform(absent(expected, **kwargs)).filter(F.col("status") == MISSING)

@@ -15,27 +15,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from spark_reconcile.copies import trust_flag, unconfirmed
-from spark_reconcile.errors import ReconcileError
-from spark_reconcile.findings.looped import is_looped
+from pyspark.sql import functions as F
 
-MAX_DCS = 62
-"""DCs one bitmask (a signed 64-bit long) can name."""
+from spark_reconcile.copies import trust_flag, unconfirmed
+from spark_reconcile.findings.looped import is_looped
+from spark_reconcile.findings.masks import dc_bits, mask_of
 
 FLAGGED_COLUMNS = ("ltopic", "rid", "held", "lacking", "maybe_duplicated")
-EVENT_COLUMNS = ("ek_min", "ek_max", "ev_held", "v_differ", "unconfirmed")
-"""What :func:`ids` adds per event id for ``divergent`` (:func:`~.divergent.suspect_keys`)."""
-
-
-def dc_bits(dcs: Iterable[str]) -> dict[str, int]:
-    """One bit per DC, in name order."""
-    names = sorted(set(dcs))
-    if len(names) > MAX_DCS:
-        raise ReconcileError(
-            f"{len(names)} DCs: aa reconcile compares at most {MAX_DCS} DCs in one run; "
-            "run it per group of DCs"
-        )
-    return {d: 1 << i for i, d in enumerate(names)}
 
 
 def wanted_masks(
@@ -49,34 +35,19 @@ def wanted_masks(
     return out
 
 
-def _lookup(mapping: Mapping[str, int], column: Any) -> Any:
-    from pyspark.sql import functions as F
-
-    if not mapping:
-        return F.lit(0).cast("long")
-    pairs = [F.lit(x) for kv in sorted(mapping.items()) for x in kv]
-    return F.coalesce(F.create_map(*pairs)[column].cast("long"), F.lit(0).cast("long"))
-
-
 def is_origin_record() -> Any:
     """The record as its origin wrote it (no provenance), in the window."""
-    from pyspark.sql import functions as F
-
     return F.col("in_window") & ~F.col("has_prov") & F.col("prov_error").isNull()
 
 
 def counts_as_copy() -> Any:
     """A row ``duplicated`` counts: in the window, well-formed provenance, not a loop."""
-    from pyspark.sql import functions as F
-
     return F.col("in_window") & F.col("prov_error").isNull() & ~is_looped()
 
 
 def is_event() -> Any:
     """A decodable event in the window with well-formed provenance: what ``divergent``
     compares between DCs."""
-    from pyspark.sql import functions as F
-
     return (
         F.col("in_window")
         & F.col("resolver").isNotNull()
@@ -95,17 +66,15 @@ def ids(dcs: Sequence[str], expected: Iterable[tuple[str, str, str]]) -> Callabl
     id is its event id), so every record is shuffled once for the three. ``unconfirmed``
     (with ``rid``): the id has tentative copies its decoded rows do not vouch for
     (:mod:`spark_reconcile.copies`)."""
-    from pyspark.sql import functions as F
-
     bits = dc_bits(dcs)
     wanted = {f"{o}\x00{t}": m for (o, t), m in wanted_masks(expected, bits).items()}
     zero = F.lit(0).cast("long")
 
     def transform(df: Any) -> Any:
-        bit = _lookup(bits, F.col("dc"))
+        bit = mask_of(bits, F.col("dc"))
         need = F.when(
             is_origin_record(),
-            _lookup(wanted, F.concat(F.col("origin"), F.lit("\x00"), F.col("ltopic"))),
+            mask_of(wanted, F.concat(F.col("origin"), F.lit("\x00"), F.col("ltopic"))),
         ).otherwise(zero)
         # each row's few fixed-width values, shuffled on (logical topic, record id) first: the
         # copies of one id sit in different DCs' partitions, so a map-side partial aggregation
@@ -167,8 +136,6 @@ def ids(dcs: Sequence[str], expected: Iterable[tuple[str, str, str]]) -> Callabl
 
 def flagged_only(ids_rows: Any) -> Any:
     """:func:`ids` rows -> :func:`presence` rows."""
-    from pyspark.sql import functions as F
-
     return ids_rows.filter(F.col("lacking") | F.col("maybe_duplicated")).select(*FLAGGED_COLUMNS)
 
 
@@ -194,9 +161,7 @@ class Flagged:
 
     def holds(self, column: str) -> Any:
         """True where ``held`` has the bit of the DC named in ``column``."""
-        from pyspark.sql import functions as F
-
-        bit = _lookup(dc_bits(self.dcs), F.col(column))
+        bit = mask_of(dc_bits(self.dcs), F.col(column))
         return (bit != 0) & (F.col("held").bitwiseAND(bit) != 0)
 
 

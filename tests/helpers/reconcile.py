@@ -7,9 +7,16 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from aa.provenance import LOCAL, MIRRORED_AT, SourceRef
-from spark_reconcile.events import event_value
+from conflict import HLC, Event
+from conflict.ids import new_id
 
 T0 = 1_700_000_000_000
+
+
+def event_value(key: str, hlc: tuple[int, int, str], payload: Any, type_: str = "set") -> bytes:
+    """The record value of a new event."""
+    ms, logical, dc = hlc
+    return Event(new_id(ms), key, type_, dc, HLC(ms, logical, dc), payload).encode()[1]
 
 
 @dataclass(frozen=True, slots=True)

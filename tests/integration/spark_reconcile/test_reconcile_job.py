@@ -18,7 +18,7 @@ import orjson
 import pytest
 
 from aa.cli.main import main as aa_main
-from spark_reconcile.job import records_dir
+from spark_reconcile.stages.read import records_dir
 from tests.conftest import DcCluster
 from tests.helpers.kafka import Rec, consume_all, create_topic, produce
 from tests.helpers.reconcile import Row, copy_of, mesh

@@ -1,6 +1,8 @@
-"""The shape of ``aa/`` (issue 13): no import cycle between its modules — imports inside
-functions and under ``TYPE_CHECKING`` count, they only hide a cycle — and no module over
-:data:`MAX_LINES` lines."""
+"""The shape of ``aa/``, ``conflict/`` and ``spark_reconcile/`` (issues 13 and 32): no import
+cycle between their modules — imports inside functions and under ``TYPE_CHECKING`` count, they
+only hide a cycle — no module over :data:`MAX_LINES` lines, no name imported twice in one
+module (one ``from pyspark.sql import functions as F`` per module, not one per function), and,
+in ``conflict/`` and ``spark_reconcile/``, no private name imported from another module."""
 
 from __future__ import annotations
 
@@ -12,7 +14,9 @@ import pytest
 pytestmark = pytest.mark.unit
 
 ROOT = Path(__file__).resolve().parents[3]
-PACKAGE = "aa"
+PACKAGES = ("aa", "conflict", "spark_reconcile")
+PRIVATE_CHECKED = ("conflict", "spark_reconcile")
+"""The packages whose modules import no ``_private`` name of another module."""
 MAX_LINES = 400
 
 
@@ -24,6 +28,13 @@ def _modules(root: Path, package: str) -> dict[str, Path]:
         if parts[-1] == "__init__":
             parts.pop()
         out[".".join(parts)] = path
+    return out
+
+
+def _all_modules() -> dict[str, Path]:
+    out: dict[str, Path] = {}
+    for package in PACKAGES:
+        out |= _modules(ROOT, package)
     return out
 
 
@@ -94,12 +105,65 @@ def test_find_cycles_sees_a_cycle_hidden_in_a_function(tmp_path: Path) -> None:
     assert find_cycles(graph) == [["p.a", "p.b"]]
 
 
-def test_aa_has_no_import_cycle() -> None:
-    mods = _modules(ROOT, PACKAGE)
+def imported_names(path: Path) -> list[tuple[str, str]]:
+    """Every ``(module, name)`` ``path`` imports, anywhere in the file, as written (relative
+    modules keep their dots; ``import x`` is ``("", "x")``), once per import."""
+    out: list[tuple[str, str]] = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            out += [("", alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = "." * node.level + (node.module or "")
+            out += [(base, alias.name) for alias in node.names]
+    return out
+
+
+def test_imported_names_sees_an_import_repeated_in_functions(tmp_path: Path) -> None:
+    """The checker itself: the same import in two functions is seen twice."""
+    path = tmp_path / "m.py"
+    path.write_text(
+        "def f():\n    from pyspark.sql import functions as F\n\n"
+        "def g():\n    from pyspark.sql import functions as F\n"
+    )
+    assert imported_names(path) == [("pyspark.sql", "functions")] * 2
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_no_import_cycle(package: str) -> None:
+    mods = _modules(ROOT, package)
     graph = {m: imports_of(m, p, set(mods)) for m, p in mods.items()}
     assert find_cycles(graph) == []
 
 
-def test_no_aa_module_is_over_the_line_limit() -> None:
-    sizes = {m: len(p.read_text().splitlines()) for m, p in _modules(ROOT, PACKAGE).items()}
+def test_no_import_cycle_across_the_packages() -> None:
+    mods = _all_modules()
+    graph = {m: imports_of(m, p, set(mods)) for m, p in mods.items()}
+    assert find_cycles(graph) == []
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_no_module_is_over_the_line_limit(package: str) -> None:
+    sizes = {m: len(p.read_text().splitlines()) for m, p in _modules(ROOT, package).items()}
     assert {m: n for m, n in sizes.items() if n > MAX_LINES} == {}
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_no_name_is_imported_twice_in_a_module(package: str) -> None:
+    repeated = {}
+    for name, path in _modules(ROOT, package).items():
+        found = imported_names(path)
+        twice = sorted({f"{m}:{n}" for m, n in found if found.count((m, n)) > 1})
+        if twice:
+            repeated[name] = twice
+    assert repeated == {}
+
+
+@pytest.mark.parametrize("package", PRIVATE_CHECKED)
+def test_no_private_name_is_imported_from_another_module(package: str) -> None:
+    """A ``_name`` is its module's own: another module that needs it needs a public name."""
+    private = {}
+    for name, path in _modules(ROOT, package).items():
+        names = [n for _, n in imported_names(path) if n.startswith("_") and n != "__future__"]
+        if names:
+            private[name] = names
+    assert private == {}

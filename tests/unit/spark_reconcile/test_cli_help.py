@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from aa.cli.main import main as aa_main
 
 pytestmark = [pytest.mark.unit]
+
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_reconcile_help_says_what_the_job_does(capsys: pytest.CaptureFixture[str]) -> None:
@@ -30,3 +36,41 @@ def test_reconcile_help_says_what_the_job_does(capsys: pytest.CaptureFixture[str
     ):
         assert said.lower() in out.lower(), said
     assert "import" not in out  # no design notes about the code
+
+
+def test_reconcile_without_pyspark_says_how_to_install_it(tmp_path: Path) -> None:
+    """PySpark is an extra (``aa[spark]``): without it, ``aa reconcile`` stops at once with the
+    install command, before it probes any DC."""
+    config = tmp_path / "topology.yaml"
+    config.write_text(
+        "datacenters: {SF: '127.0.0.1:1', NYC: '127.0.0.1:2'}\nflows: full-mesh\n"
+        "topics: ['users']\n"
+    )
+    hide_pyspark = (
+        "import sys; sys.modules['pyspark'] = None; from aa.cli.main import main; "
+        "sys.exit(main(sys.argv[1:]))"
+    )
+    args = ["reconcile", "--config", str(config), "--since", "1h", "--out", str(tmp_path / "o")]
+    done = subprocess.run(
+        [sys.executable, "-c", hide_pyspark, *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        cwd=ROOT,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "PySpark is not installed: pip install 'aa[spark]'" in done.stderr
+    assert "unreachable" not in done.stderr
+
+
+def test_reconcile_options_load_without_pyspark() -> None:
+    """``aa --help`` and ``aa reconcile --help`` read the job's options only: no PySpark."""
+    code = (
+        "import sys; import aa.cli.main, spark_reconcile.options; "
+        "sys.exit(1 if 'pyspark' in sys.modules else 0)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT
+    )
+    assert done.returncode == 0, done.stderr

@@ -11,15 +11,14 @@ import pytest
 from pyspark.testing import assertDataFrameEqual
 
 from spark_reconcile import findings
-from spark_reconcile.events import event_value
 from spark_reconcile.findings import fold
-from spark_reconcile.findings.divergent import suspect_keys
+from spark_reconcile.findings.divergent import events, suspect_keys
 from spark_reconcile.findings.presence import flag, ids
 from spark_reconcile.frames import literal_frame
 from spark_reconcile.records import normalise
 from spark_reconcile.source import raw_schema
 from spark_reconcile.window import Window
-from tests.helpers.reconcile import T0, Row, copy_of, mesh, raw_rows
+from tests.helpers.reconcile import T0, Row, copy_of, event_value, mesh, raw_rows
 
 pytestmark = [pytest.mark.unit, pytest.mark.spark]
 
@@ -38,6 +37,26 @@ def _normalised(spark: Any, orders: dict[str, list[Row]], users: dict[str, list[
     return raw.transform(normalise(WINDOW, 60_000, RESOLVERS)).cache()
 
 
+def _values_from(df: Any) -> Any:
+    """``with_values`` for records that still carry ``value`` and ``headers``."""
+
+    def attach(positions: Any) -> Any:
+        cols = ["dc", "topic", "partition", "offset"]
+        return positions.join(df.select(*cols, "value", "headers"), cols)
+
+    return attach
+
+
+def _suspect_events(df: Any, suspect: Any) -> Any:
+    """The events of the ``suspect`` keys (``ltopic, key_h``) with their ``value`` and
+    ``headers``: what the job picks for divergent (``spark_reconcile.picked``)."""
+    from pyspark.sql import functions as F
+
+    evs = events(df, ("value", "headers")).withColumn("key_h", F.xxhash64("key"))
+    keys = F.broadcast(suspect.select("ltopic", "key_h"))
+    return evs.join(keys, ["ltopic", "key_h"], "left_semi")
+
+
 def _all(spark: Any, df: Any) -> dict[str, Any]:
     expected = _expected(spark)
     # the job's path: one presence aggregation shared by missing and duplicated
@@ -52,15 +71,10 @@ def _all(spark: Any, df: Any) -> dict[str, Any]:
         "duplicated_alone": findings.duplicated(df),
         "looped": df.transform(findings.looped),
         "malformed": df.transform(findings.malformed),
-        "divergent": df.transform(findings.divergent({"users": DCS}, findings.values_from(df))),
+        "divergent": df.transform(findings.divergent({"users": DCS}, _values_from(df))),
+        # the job's path: the suspect keys' events picked with their values
         "divergent_by_ids": df.transform(
-            findings.divergent({"users": DCS}, findings.values_from(df), suspect=suspect)
-        ),
-        # the job's path: the suspect keys' events read with their values in one scan, kept
-        "divergent_one_scan": df.transform(
-            findings.divergent(
-                {"users": DCS}, None, lambda d, _: d, suspect=suspect, values=("value", "headers")
-            )
+            findings.divergent({"users": DCS}, None, suspect_events=_suspect_events(df, suspect))
         ),
         "incomplete": df.transform(findings.completeness(expected)).filter("missing > 0"),
     }
@@ -136,7 +150,7 @@ def test_each_fault_is_found_by_its_finding_only(spark: Any) -> None:
         out["malformed"].select("dc", "ltopic", "kind"),
         [("NYC", "orders", "provenance")] + [(dc, "users", "event") for dc in DCS],
     )
-    for name in ("divergent", "divergent_by_ids", "divergent_one_scan"):
+    for name in ("divergent", "divergent_by_ids"):
         div = out[name].collect()
         assert [(r.ltopic, r.key, r.absent_in, r.reason) for r in div] == [
             ("users", "k1", [], "conflicting copies")
@@ -294,7 +308,6 @@ def test_native_event_decode_agrees_with_conflicts_decoder(spark: Any) -> None:
     """The native fast path accepts only what ``Event.decode`` accepts, with the same id and
     key; every other row gets the Python decoder's verdict (an id or its exact error)."""
     from conflict import ConflictError, Event
-    from spark_reconcile.events import event_value
 
     good = event_value("k", (T0, 0, "SF"), {"a": [1, "x"]})
     ev = Event.decode(good)
@@ -344,7 +357,6 @@ def test_hlc_with_leading_zeros_and_agreeing_header_is_refused_like_conflicts_de
     refused; the native decoder compared the two texts and accepted it. The fold of suspect
     keys relies on the native verdict (it gets no headers for natively decoded rows)."""
     from conflict import ConflictError, Event
-    from spark_reconcile.events import event_value
 
     value = event_value("k", (T0, 0, "SF"), {"a": 1})
     padded_hlc = f"0{T0}:00:SF".encode()
@@ -371,7 +383,6 @@ def test_payload_conflict_refuses_is_not_accepted_by_the_native_decoder(spark: A
     number, a lone surrogate, a raw control character, single quotes. Each must be an event
     error (reported as malformed), never a decoded event."""
     from conflict import ConflictError, Event
-    from spark_reconcile.events import event_value
 
     good = event_value("k", (T0, 0, "SF"), {"a": 1})
     payloads = [
@@ -429,7 +440,7 @@ def test_divergent_suspects_from_the_presence_aggregation_match_the_digests(spar
     users["SF"].append(Row(b"k9", event_value("k9", (T0 + 50_000, 0, "SF"), {"i": 9}), (), T0))
     df = _normalised(spark, mesh(DCS, "orders", 2), users)
     out = _all(spark, df)
-    for name in ("divergent", "divergent_by_ids", "divergent_one_scan"):
+    for name in ("divergent", "divergent_by_ids"):
         rows = sorted((r.key, r.absent_in, r.reason) for r in out[name].collect())
         assert rows == [
             ("k1", [], "absent events"),
@@ -448,18 +459,11 @@ def _forged_users(spark: Any, tmp_path: Path) -> Any:
     return spark.read.parquet(str(tmp_path / "records"))
 
 
-def _divergent_one_scan(spark: Any, df: Any, **options: Any) -> Any:
+def _divergent_as_the_job(spark: Any, df: Any) -> Any:
     flows = [tuple(r) for r in _expected(spark).collect()]
     suspect = df.transform(ids(DCS, flows)).transform(suspect_keys({"users": DCS}, DCS))
     return df.transform(
-        findings.divergent(
-            {"users": DCS},
-            None,
-            lambda d, _: d,
-            suspect=suspect,
-            values=("value", "headers"),
-            **options,
-        )
+        findings.divergent({"users": DCS}, None, suspect_events=_suspect_events(df, suspect))
     )
 
 
@@ -468,7 +472,7 @@ def test_divergent_folds_a_few_suspect_keys_without_a_python_worker(
 ) -> None:
     """The job's divergent (few suspect keys, as a rule) folds them on the driver: no Python
     UDF in its plan (the first Python worker of a 3 x 1M run took ~2.5 s to start)."""
-    div = _divergent_one_scan(spark, _forged_users(spark, tmp_path))
+    div = _divergent_as_the_job(spark, _forged_users(spark, tmp_path))
     plan = div._jdf.queryExecution().executedPlan().toString()
     assert "EvalPython" not in plan
     assert [(r.key, r.reason) for r in div.collect()] == [("k1", "conflicting copies")]
@@ -500,15 +504,9 @@ def test_divergent_decided_on_the_driver_matches_the_python_workers(
     )
 
     def divergent(**options: Any) -> Any:
+        every_event = _suspect_events(df, every_key.distinct())
         return df.transform(
-            findings.divergent(
-                {"users": DCS},
-                None,
-                lambda d, _: d,
-                suspect=every_key.distinct(),
-                values=("value", "headers"),
-                **options,
-            )
+            findings.divergent({"users": DCS}, None, suspect_events=every_event, **options)
         )
 
     workers = divergent(fold_on_driver=0)

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from pyspark.testing import assertDataFrameEqual
 
-from spark_reconcile.copies import unverified
+from spark_reconcile.copies import refused, unconfirmed_ids
 from spark_reconcile.findings.divergent import events, suspect_keys
 from spark_reconcile.findings.presence import ids
 from spark_reconcile.picked import pick
@@ -19,6 +19,17 @@ from tests.helpers.reconcile import mesh, raw_rows
 from tests.unit.spark_reconcile.test_copies import DCS, FLOWS, _job_path
 
 pytestmark = [pytest.mark.unit, pytest.mark.spark]
+
+
+def _unverified_alone(records: Any, per_id: Any, path: Path) -> Any:
+    """The scan ``pick`` replaced: the tentative rows of unconfirmed ids joined in a scan of
+    their own, written to ``path``, then those the native decoder refuses."""
+    from pyspark.sql import functions as F
+
+    records.filter(F.col("tent")).select("ltopic", "event_id", "dc", "offset", "ev_value").join(
+        F.broadcast(unconfirmed_ids(per_id)), ["ltopic", "event_id"]
+    ).write.mode("overwrite").parquet(str(path))
+    return refused(records.sparkSession.read.parquet(str(path)))
 
 
 def test_one_scan_picks_the_suspect_events_and_the_unverified_copies(
@@ -47,7 +58,7 @@ def test_one_scan_picks_the_suspect_events_and_the_unverified_copies(
 
     picked = pick(job, per_id, {"users": DCS}, DCS, tmp_path)
 
-    bad = unverified(job, per_id, tmp_path / "alone")
+    bad = _unverified_alone(job, per_id, tmp_path / "alone")
     assert sorted((r.dc, r.offset) for r in bad.collect()) == [("NYC", j)]
     assertDataFrameEqual(picked.unverified, bad)
     every = events(job, ("ev_value", "ev_headers")).withColumn("key_h", F.xxhash64("key"))

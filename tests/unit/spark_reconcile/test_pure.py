@@ -9,7 +9,7 @@ import pytest
 from aa.config import load_config
 from spark_reconcile.errors import ReconcileError
 from spark_reconcile.plan import EventTopics, ReadPlan
-from spark_reconcile.probe import PartitionRange
+from spark_reconcile.ranges import PartitionRange
 from spark_reconcile.report import render_html
 from spark_reconcile.state import RunState, load_state, save_state
 from spark_reconcile.thresholds import Thresholds
