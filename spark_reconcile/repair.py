@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aiokafka import AIOKafkaProducer
+from pyspark.sql import functions as F
 
 from aa.config import Datacenter, client_kwargs
 from aa.logs import get_logger
@@ -148,8 +149,6 @@ def without_translated(missing_df: Any, plan: ReadPlan) -> Any:
     """``missing_df`` less the rows :func:`translated_ids` leaves alone, each pair logged."""
     if not any(f.schemas is not None for f in plan.topology.flows):
         return missing_df
-    from pyspark.sql import functions as F
-
     pairs = [(r.target, r.topic) for r in missing_df.select("target", "topic").distinct().collect()]
     skip = translated_ids(pairs, plan)
     for target, topic in sorted(skip):
