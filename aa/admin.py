@@ -12,18 +12,20 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from aiokafka.admin import AIOKafkaAdminClient, NewPartitions, NewTopic
+from aiokafka.admin import AIOKafkaAdminClient, NewPartitions
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from aiokafka.errors import InvalidPartitionsError
 
 from aa.coordinators import CoordinatorBlocked, Kind, blocked
 from aa.errors import AaError
+from aa.kafka.create_topics import BROKER_DEFAULT, CreateTopics
 from aa.lifecycle import AsyncResource
 from aa.topic_ids import topic_ids
 
 TOPIC_ALREADY_EXISTS = 36
 UNKNOWN_TOPIC_OR_PARTITION = 3
 TOPIC_AUTHORIZATION_FAILED = 29
+INVALID_REPLICATION_FACTOR = 38
 REFUSED_FOR_GOOD = {17: "INVALID_TOPIC_EXCEPTION", 40: "INVALID_CONFIG", 44: "POLICY_VIOLATION"}
 """CreateTopics errors no retry changes: the name, a config the cluster refuses, its policy."""
 TOPIC_NAME_MAX = 249
@@ -74,9 +76,15 @@ def topics_of(metadata: Any) -> dict[str, TopicInfo]:
 class ClusterAdmin(AsyncResource):
     """One admin connection to one DC's cluster. Use as ``async with ClusterAdmin(...)``."""
 
-    def __init__(self, dc: str, **client_kwargs: Any) -> None:
+    def __init__(
+        self, dc: str, *, replication_factor: int = BROKER_DEFAULT, **client_kwargs: Any
+    ) -> None:
         self.dc = dc
+        self.replication_factor = replication_factor
+        """Replicas of the topics :meth:`create_topics` creates (-1: the cluster's default;
+        the topology's ``topic_sync.replication_factor``)."""
         self._client = AIOKafkaAdminClient(**client_kwargs)
+        self._timeout_ms = int(client_kwargs.get("request_timeout_ms", 40_000))
 
     async def _open(self) -> None:
         await self._client.start()
@@ -102,14 +110,17 @@ class ClusterAdmin(AsyncResource):
     ) -> list[str]:
         """Create ``(name, partitions, configs)``; return the names created (existing: skipped).
 
-        ``replication_factor=None`` means min(3, brokers in the cluster).
+        ``replication_factor=None`` means :attr:`replication_factor` (by default -1: the
+        cluster's ``default.replication.factor``, not min(3, brokers listed at that moment,
+        which left a topic created during a broker outage under-replicated for good).
         """
         todo = list(topics)
         if not todo:
             return []
-        rf = replication_factor or min(3, await self.brokers())
-        new = [NewTopic(n, p, rf, topic_configs=dict(c)) for n, p, c in todo]
-        resp = (await self._client.create_topics(new)).to_object()
+        rf = self.replication_factor if replication_factor is None else replication_factor
+        new = CreateTopics([(n, p, rf, dict(c)) for n, p, c in todo], self._timeout_ms)
+        # aiokafka's own send to the controller; its create_topics stops at v3 (no -1)
+        resp = (await self._client._send_to_controller(new)).to_object()
         created = []
         for err in resp["topic_errors"]:
             code = err["error_code"]
@@ -121,6 +132,14 @@ class ClusterAdmin(AsyncResource):
                 if len(name) > TOPIC_NAME_MAX:
                     why = f"the name is {len(name)} characters, over Kafka's {TOPIC_NAME_MAX}"
                 raise TopicRefused(f"{self.dc} refuses to create topic {name} ({why})")
+            elif code == INVALID_REPLICATION_FACTOR:
+                asked = "its default.replication.factor" if rf == BROKER_DEFAULT else f"{rf}"
+                raise AdminError(
+                    f"{self.dc} cannot create topic {err['topic']} with {asked} replicas "
+                    f"({err['error_message']}): start the brokers that are down, or set "
+                    "topic_sync.replication_factor (or the cluster's default.replication.factor) "
+                    "to what the cluster holds"
+                )
             elif code != TOPIC_ALREADY_EXISTS:
                 raise AdminError(
                     f"{self.dc}: creating topic {err['topic']} failed (error {code}): "

@@ -46,6 +46,8 @@ KAFKA39_MODULES = frozenset(
         "tests/integration/aa/test_target_metadata.py",
         # how a cluster that cannot host groups or transactions is told (describe, metadata)
         "tests/integration/aa/test_coordinator_unavailable.py",
+        # topics created with the broker's default replication factor (CreateTopics v4)
+        "tests/integration/aa/test_replication_factor.py",
     }
 )
 

@@ -107,7 +107,8 @@ class CheckpointTask:
 
     async def _start(self) -> AIOKafkaProducer:
         if self._producer is None:
-            async with ClusterAdmin(self.target, **self._dst) as admin:
+            rf = self.topology.topic_sync.replication_factor
+            async with ClusterAdmin(self.target, replication_factor=rf, **self._dst) as admin:
                 await ensure_internal_topic(admin, self.topic, CHECKPOINT_TOPIC_CONFIGS)
             self.state = await read_checkpoints(self.topic, self._dst)
             producer = AIOKafkaProducer(**self._dst, acks="all", enable_idempotence=True)

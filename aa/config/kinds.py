@@ -67,6 +67,23 @@ class Integer(Kind):
 
 
 @dataclass(frozen=True, slots=True)
+class ReplicationFactor(Kind):
+    """Replicas of a topic aa creates: -1 asks the cluster for its own default (KIP-464)."""
+
+    def read(self, node: Field) -> int:
+        try:
+            value = node.integer()
+        except ConfigError:
+            raise node.error(f"expected an integer, got {node.value!r}", self.allowed()) from None
+        if value != -1 and not 1 <= value <= 32767:
+            raise node.error(f"{value} replicas is not a replication factor", self.allowed())
+        return value
+
+    def allowed(self) -> str:
+        return "-1 (the cluster's `default.replication.factor`) or 1..32767"
+
+
+@dataclass(frozen=True, slots=True)
 class Number(Kind):
     """A number greater than 0 (intervals, in seconds)."""
 

@@ -17,6 +17,7 @@ from aa.config.kinds import (
     Moment,
     Number,
     Rate,
+    ReplicationFactor,
     Separator,
     StrList,
     Template,
@@ -161,6 +162,12 @@ class TopicSync:
         to_flow=frozenset,
     )
     """topic configs never copied (the default is MM2's)"""
+    replication_factor: int = setting(
+        -1, ReplicationFactor(), mm2=("replication.factor",), flow="replication_factor"
+    )
+    """replicas of every topic aa creates in a DC (copies, dead letters, its own internal topics:
+    offset syncs, checkpoints, exactly-once offsets, heartbeats); -1: the cluster's
+    `default.replication.factor` (the broker decides, KIP-464)"""
     headers_mode: HeadersTopicSync = setting("create-only", Choice(HEADERS_TOPIC_SYNCS))
     """headers mode only. `create-only`: the target DC owns its same-named topic — topic sync
     creates it when missing (source partitions and configs) and then leaves its configs alone,

@@ -46,7 +46,8 @@ async def write_heartbeats(topology: Topology, dc: str, stop: asyncio.Event) -> 
     try:
         while not stop.is_set():
             if producer is None:
-                async with ClusterAdmin(dc, **client) as admin:
+                rf = topology.topic_sync.replication_factor
+                async with ClusterAdmin(dc, replication_factor=rf, **client) as admin:
                     await admin.create_topics([(topic, 1, HEARTBEAT_TOPIC_CONFIGS)])
                 producer = AIOKafkaProducer(**client, acks="all", request_timeout_ms=10_000)
                 await started(producer)

@@ -83,7 +83,8 @@ class ControlStore:
         if not records:
             return
         s = self.settings
-        async with ClusterAdmin(s.target, **s.target_client) as admin:
+        rf = s.replication_factor
+        async with ClusterAdmin(s.target, replication_factor=rf, **s.target_client) as admin:
             await ensure_internal_topic(admin, self.topic)
         producer = await started(
             AIOKafkaProducer(**s.target_client, acks="all", enable_idempotence=True)

@@ -159,7 +159,7 @@ class MirrorFlow:
                 ClusterAdmin(s.source, **s.source_client)
             )
             target_admin = await stack.enter_async_context(
-                ClusterAdmin(s.target, **s.target_client)
+                ClusterAdmin(s.target, replication_factor=s.replication_factor, **s.target_client)
             )
             topics = TopicSync(
                 source_admin,

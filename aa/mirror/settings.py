@@ -52,6 +52,8 @@ class FlowSettings:
     """Where refused records go ("" = the topology's default template for this flow)."""
     topic_sync: bool = _TOPIC_SYNC.enabled
     topic_sync_interval_s: float = _TOPIC_SYNC.interval_s
+    replication_factor: int = _TOPIC_SYNC.replication_factor
+    """Replicas of the topics the flow creates in its target (-1: the cluster's default)."""
     config_exclude: frozenset[str] = field(default_factory=lambda: DEFAULT_CONFIG_EXCLUDE)
     delivery: DeliveryMode = _TOPOLOGY_DELIVERY
     offsets_topic: str = ""

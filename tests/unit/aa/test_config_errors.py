@@ -256,6 +256,16 @@ CASES: list[tuple[str, str, str]] = [
         r"unknown field 'exclude' in topic_sync; allowed: enabled, interval_s, config_exclude",
     ),
     (
+        "replication-factor-zero",
+        DCS + "topic_sync: {replication_factor: 0}\n",
+        r"topic_sync\.replication_factor: 0 replicas is not a replication factor; allowed: -1 \(the cluster's `default\.replication\.factor`\) or 1\.\.32767",
+    ),
+    (
+        "replication-factor-text",
+        DCS + "topic_sync: {replication_factor: three}\n",
+        r"topic_sync\.replication_factor: expected an integer, got 'three'; allowed: -1 \(the",
+    ),
+    (
         "on-error",
         DCS + "on_error: skip\n",
         r"on_error: invalid value 'skip'; allowed: fail \| dead-letter",

@@ -94,6 +94,7 @@ MM2_EXAMPLES = {
     "replication.policy.class": "org.apache.kafka.connect.mirror.IdentityReplicationPolicy",
     "replication.policy.separator": "_",
     "exactly.once.source.support": "enabled",
+    "replication.factor": "2",
 }
 
 
@@ -140,6 +141,7 @@ FLOW_EXAMPLES: dict[str, Any] = {
     "on_error.dead_letter_topic": "dlq.{target}.{source}",
     "offset_sync.topic": "syncs.{source}-{target}",
     "topic_sync.config_exclude": ["retention.ms"],
+    "topic_sync.replication_factor": 3,
     "delivery": "exactly-once",
 }
 
