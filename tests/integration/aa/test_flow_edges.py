@@ -39,14 +39,10 @@ async def _is(coro: object, want: object) -> bool:
     return await coro == want  # type: ignore[misc]
 
 
-async def test_transactional_source_commits_past_the_commit_marker(
-    dc_clusters: dict[str, DcCluster], unique_name: Names
-) -> None:
-    """Records written in a transaction end with a commit marker: once everything visible is
-    copied, the committed position is the end offset (past the marker) and lag is 0."""
-    sf, nyc = dc_clusters["SF"].bootstrap, dc_clusters["NYC"].bootstrap
-    topic = await create_topic(sf, unique_name("txsrc"))
-    producer = AIOKafkaProducer(bootstrap_servers=sf, transactional_id=unique_name("app"))
+async def _transaction(bootstrap: str, topic: str, app: str) -> None:
+    """20 records in one committed transaction into partition 0: the commit marker follows
+    them at offset 20."""
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, transactional_id=app)
     await producer.start()
     try:
         async with producer.transaction():
@@ -54,6 +50,16 @@ async def test_transactional_source_commits_past_the_commit_marker(
                 await producer.send(topic, f"v{i}".encode(), key=b"k", partition=0)
     finally:
         await producer.stop()
+
+
+async def test_transactional_source_commits_past_the_commit_marker(
+    dc_clusters: dict[str, DcCluster], unique_name: Names
+) -> None:
+    """Records written in a transaction end with a commit marker: once everything visible is
+    copied, the committed position is the end offset (past the marker) and lag is 0."""
+    sf, nyc = dc_clusters["SF"].bootstrap, dc_clusters["NYC"].bootstrap
+    topic = await create_topic(sf, unique_name("txsrc"))
+    await _transaction(sf, topic, unique_name("app"))
     group = unique_name("g")
     settings = sf_to_nyc(sf, nyc, group)
     metrics = Metrics()
@@ -86,14 +92,7 @@ async def test_transactional_partition_reaches_committed_lag_0_while_another_is_
     # the consumer behind the whole backlog (aiokafka returns a partition's buffer first)
     records = [Rec(None, b"x" * 100, partition=1) for _ in range(backlog)]
     await produce(sf, topic, records, max_batch_size=1024)
-    producer = AIOKafkaProducer(bootstrap_servers=sf, transactional_id=unique_name("app"))
-    await producer.start()
-    try:
-        async with producer.transaction():
-            for i in range(20):
-                await producer.send(topic, f"v{i}".encode(), key=b"k", partition=0)
-    finally:
-        await producer.stop()
+    await _transaction(sf, topic, unique_name("app"))
     group = unique_name("g")
     busy = AIOKafkaProducer(bootstrap_servers=sf, linger_ms=0)
     await busy.start()
