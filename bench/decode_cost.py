@@ -103,11 +103,14 @@ class _Target:
     def __init__(self) -> None:
         self.marks = [[batch_mark("NYC", MIRROR_PID)]]
 
-    def new_batch(self, limits: Any) -> BatchBuilder:
-        return BatchBuilder(512 * 1024, 0)
+    def codec(self, source: Any) -> int:
+        return 0
 
-    def new_raw_batch(self, limits: Any) -> BatchBuilder:
-        return restamp.RawBuilder(512 * 1024, 0, is_transactional=False)
+    def new_batch(self, limits: Any, codec: int) -> BatchBuilder:
+        return BatchBuilder(512 * 1024, codec)
+
+    def new_raw_batch(self, limits: Any, codec: int) -> BatchBuilder:
+        return restamp.RawBuilder(512 * 1024, codec, is_transactional=False)
 
     def lane(self, topic: str, partition: int, wide: bool) -> int:
         return 0

@@ -39,7 +39,7 @@ class FlowEnds(Protocol):
 
 LoopMode = Literal["headers", "prefix"]
 PrefixStyle = Literal["rename", "book"]
-Compression = Literal["none", "gzip", "snappy", "lz4", "zstd"]
+Compression = Literal["source", "none", "gzip", "snappy", "lz4", "zstd"]
 ErrorAction = Literal["fail", "dead-letter"]
 HeadersTopicSync = Literal["create-only", "sync"]
 
@@ -126,9 +126,11 @@ class Tuning:
     """producer `linger_ms`, for offset syncs and dead letters; the mirror's own batches are
     complete when handed over and leave at once"""
     compression: Compression = setting(
-        "none", Choice(COMPRESSIONS), to_flow=lambda v: None if v == "none" else v
+        "source", Choice(COMPRESSIONS), to_flow=lambda v: None if v == "none" else v
     )
-    """producer compression of the copies"""
+    """the codec of the copies' batches: `source` keeps each source partition's own (a topic takes
+    about the same space in every DC); a codec name writes every copy with it; `none`
+    uncompressed"""
     max_in_flight: int = setting(4, Integer(lo=1), flow="max_inflight_batches")
     """fetched batches between fetch and commit: the backpressure bound in count (records held per
     flow ≤ max_in_flight × max_poll_records); `memory_budget_mb` bounds their bytes"""

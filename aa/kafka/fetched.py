@@ -215,6 +215,8 @@ class _Records:
         if self._check_crcs and not (crc_ok(whole) if raw else batch.validate_crc()):
             self._damaged = True
             return _Damaged(max(batch.base_offset, self._at))
+        if plain:  # the codec a copy of it keeps (tuning.compression: source)
+            self._switch.codecs[self._tp] = batch.compression_type
         if not plain or (self._switch.source_dc is None and not raw):
             return batch
         # the first record says whose the batch is (the mark): decoded alone, then the rest

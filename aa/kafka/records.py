@@ -28,6 +28,8 @@ _CODECS: dict[int, Callable[[bytes], bytes]] = {
     4: codec.zstd_decode,
 }
 _LOG_APPEND_TIME = 0x08
+CODECS: dict[str, int] = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
+"""Kafka's compression codecs by name, as a record batch's attributes (bits 0-2) carry them."""
 
 
 class RawName(str):

@@ -94,6 +94,9 @@ class LeanRecords:
         self.source_dc = source_dc
         self.believed = MirrorRanges() if source_dc is not None else None
         """Where provenance counts (``None``: not told apart, a tool's consumer)."""
+        self.codecs: dict[TopicPartition, int] = {}
+        """Per partition, the compression codec of the newest batch handed out (control batches
+        aside): what its copies keep with ``tuning.compression: source``."""
 
     def marked(self, first_headers: Any, producer_id: int | None) -> bool:
         """Whether a batch with this first record's headers and producer id is a mirror's."""

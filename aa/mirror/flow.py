@@ -161,13 +161,11 @@ class MirrorFlow:
             target_admin = await stack.enter_async_context(
                 ClusterAdmin(s.target, replication_factor=s.replication_factor, **s.target_client)
             )
+            dead_letters = s.dead_letter_topic if s.on_error == "dead-letter" else None
             topics = TopicSync(
-                source_admin,
-                target_admin,
-                self.router,
-                s.config_exclude,
-                dead_letter_topic=s.dead_letter_topic if s.on_error == "dead-letter" else None,
-            )
+                source_admin, target_admin, self.router, s.config_exclude,
+                dead_letter_topic=dead_letters,
+            )  # fmt: skip
             if s.topic_sync:
                 await topics.sync()
             if self.load_control is not None:  # stored pauses hold from the first fetch
@@ -261,7 +259,7 @@ class MirrorFlow:
             enable_idempotence=True,
             linger_ms=s.linger_ms,
             max_batch_size=s.batch_size,
-            compression_type=s.compression,
+            compression_type=s.producer_compression,
             request_timeout_ms=s.request_timeout_ms,
             **self.delivery.producer_options(),
         )
@@ -278,12 +276,13 @@ class MirrorFlow:
     def _wire(self, ctx: StageContext, topics: TopicSync) -> None:
         """The stages of this run, each given the run's context (clients, delivery, settings)."""
         target = self.make_target(ctx)
+        lean = self._lean or switch.LeanRecords()
+        target.source_codecs = lean.codecs  # tuning.compression: source
         s = ctx.settings
         share = PartitionShare(MemoryBudget.of(s), ctx.clients.consumer, s.fetch_min_bytes)
         self._placement = Placement(ctx, topics)
-        self._fetcher = Fetcher(ctx, self._skipper, share)
-        believed = self._lean.believed if self._lean is not None else None
-        self._forwarder = Forwarder(ctx, self._placement, target, self._fetcher.set_lag, believed)
+        fetch = self._fetcher = Fetcher(ctx, self._skipper, share)
+        self._forwarder = Forwarder(ctx, self._placement, target, fetch.set_lag, lean.believed)
         self._settler = Settler(ctx, target)
         self._committer = Committer(ctx, self._settler, target)
         self._expiry = ExpiryCheck(ctx)

@@ -51,12 +51,13 @@ class _Run:
     where it goes, the target batches open per target partition, and what was forwarded."""
 
     __slots__ = (
-        "forwarded", "lanes", "limits", "nbytes", "now_ms", "open", "parts", "target", "tp",
-        "translate", "wide",
+        "codec", "forwarded", "lanes", "limits", "nbytes", "now_ms", "open", "parts", "target",
+        "tp", "translate", "wide",
     )  # fmt: skip
 
     def __init__(self, tp: TopicPartition, target: str, parts: int | None, now_ms: int) -> None:
         self.tp, self.target, self.now_ms = tp, target, now_ms
+        self.codec = 0  # of its target batches: Target.codec
         self.translate: Translate | None = None
         """The topic's schema-id translation: its records take the record path."""
         self.parts = parts
@@ -117,6 +118,7 @@ class Forwarder:
                     await syncs.repartitioned(tp, target, records)  # translation refuses
             run = _Run(tp, target, None if same_partition else parts, now_ms)
             run.limits = self.placement.limits.get(target)
+            run.codec = self.target.codec(tp)
             run.translate = translate
             # only a flow with more than one producer chooses lanes (exactly-once has one): no
             # pass over the records for nothing
@@ -198,7 +200,7 @@ class Forwarder:
                 # so target batches end where the record path alone would end them
                 return False
             if slot is None or type(slot[0]) is not RawBuilder:
-                builder = self.target.new_raw_batch(run.limits)
+                builder = self.target.new_raw_batch(run.limits, run.codec)
                 slot = run.open[p] = (builder, Held(), appender(builder), self._lane(run, p))
             builder, held = slot[0], slot[1]
             got = append(builder, raw, start, len(held), stamp, post, self._marks[slot[3]], screen)
@@ -265,7 +267,7 @@ class Forwarder:
                         continue
                 slot = open_batches.get(p)
                 if slot is None:
-                    builder = new_batch(limits)
+                    builder = new_batch(limits, run.codec)
                     slot = open_batches[p] = (builder, [], appender(builder), self._lane(run, p))
                 held = slot[1]
                 n = len(held)
@@ -278,7 +280,7 @@ class Forwarder:
                     appended = slot[2](0, ts, key, value, route + marks[slot[3]])
                 if appended is None:
                     self._seal(slot, target, p, tp)
-                    builder = new_batch(limits)
+                    builder = new_batch(limits, run.codec)
                     slot = open_batches[p] = (builder, [], appender(builder), slot[3])
                     held = slot[1]
                     # an empty batch takes any record; the size was checked above
@@ -306,7 +308,7 @@ class Forwarder:
         slot = run.open.get(partition)
         if slot is not None and slot[1]:
             self._seal(slot, run.target, partition, run.tp)
-        builder = self.target.new_raw_batch(run.limits)
+        builder = self.target.new_raw_batch(run.limits, run.codec)
         lane = slot[3] if slot is not None else self._lane(run, partition)
         run.open[partition] = (builder, Held(), appender(builder), lane)
         return run.open[partition]

@@ -79,6 +79,12 @@ class FlowSettings:
                 object.__setattr__(self, attr, names.for_flow(template, self.source, self.target))
 
     @property
+    def producer_compression(self) -> str | None:
+        """The codec of the producer's own batches (offset syncs, dead letters, positions);
+        the copies' batches get theirs from :meth:`aa.mirror.target.Target.codec`."""
+        return None if self.compression == "source" else self.compression
+
+    @property
     def name(self) -> str:
         return f"{self.source}->{self.target}"
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import orjson
@@ -15,7 +15,7 @@ from aiokafka.errors import KafkaTimeoutError, UnknownTopicOrPartitionError
 from aiokafka.partitioner import murmur2
 from aiokafka.producer.message_accumulator import BatchBuilder
 
-from aa.kafka.records import printable
+from aa.kafka.records import CODECS, printable
 from aa.mirror.context import StageContext
 from aa.mirror.errors import FlowError, aiokafka_part
 from aa.mirror.limits import TargetLimits, record_size
@@ -29,6 +29,9 @@ a leader election) before it fails and restarts: Java's delivery.timeout.ms. Sho
 ridden out inside the flow, in order, with no restart and no re-copy."""
 
 _round_robin = itertools.count()
+
+SOURCE_CODEC = "source"
+"""``tuning.compression`` that keeps each source partition's codec (the default)."""
 
 LANES = 2
 """Producers an at-least-once flow sends its copies through (:meth:`Target.lane`). aiokafka
@@ -133,6 +136,13 @@ class Target:
         """Per target partition, its lane and the last batch submitted through it."""
         self._known: dict[tuple[int, str], int] = {}
         """Per lane and target topic, the partition count its producer's metadata holds."""
+        fixed = ctx.settings.compression
+        self._codec = None if fixed == SOURCE_CODEC else CODECS[fixed or "none"]
+        """The copies' codec (``None``: each source partition's own, :meth:`codec`)."""
+        self._producer_codec = CODECS[ctx.settings.producer_compression or "none"]
+        self.source_codecs: Mapping[TopicPartition, int] = {}
+        """Per source partition, the codec of its newest fetched batch
+        (:attr:`aa.kafka.switch.LeanRecords.codecs`, given by the flow)."""
 
     def lane(self, topic: str, partition: int, wide: bool) -> int:
         """The lane (index into :attr:`producers`) of a new batch for ``topic/partition``:
@@ -148,25 +158,32 @@ class Target:
         self._lanes[(topic, partition)] = (lane, last)
         return lane
 
-    def new_batch(self, limits: TargetLimits | None) -> Any:
-        """A batch builder no larger than the target topic takes (its max.message.bytes)."""
-        cap = limits.batch_cap if limits is not None else None
-        if cap is None or cap >= self.ctx.settings.batch_size:
-            return self.ctx.clients.producer.create_batch()
-        compression = self.ctx.settings.compression
-        # aiokafka's own codec table (the producer's compression, on a smaller batch)
-        codec = AIOKafkaProducer._COMPRESSORS[compression][1] if compression else 0
-        return BatchBuilder(cap, codec, is_transactional=self.ctx.delivery.transactional)
+    def codec(self, source: TopicPartition) -> int:
+        """The codec of the target batches that copy ``source``: the flow's fixed one, or with
+        ``compression: source`` the codec of the source partition's newest fetched batch."""
+        if self._codec is not None:
+            return self._codec
+        return self.source_codecs.get(source, 0)
 
-    def new_raw_batch(self, limits: TargetLimits | None) -> RawBuilder:
+    def new_batch(self, limits: TargetLimits | None, codec: int) -> Any:
+        """A batch builder in ``codec`` (:meth:`codec`), no larger than the target topic takes
+        (its max.message.bytes)."""
+        size = self._size(limits)
+        if size == self.ctx.settings.batch_size and codec == self._producer_codec:
+            return self.ctx.clients.producer.create_batch()  # the same, built by the producer
+        return BatchBuilder(size, codec, is_transactional=self.ctx.delivery.transactional)
+
+    def new_raw_batch(self, limits: TargetLimits | None, codec: int) -> RawBuilder:
         """A batch the batch path of :mod:`aa.mirror.restamp` appends to (same size and
-        compression as :meth:`new_batch`)."""
-        s = self.ctx.settings
+        codec as :meth:`new_batch`)."""
+        return RawBuilder(
+            self._size(limits), codec, is_transactional=self.ctx.delivery.transactional
+        )
+
+    def _size(self, limits: TargetLimits | None) -> int:
+        size = self.ctx.settings.batch_size
         cap = limits.batch_cap if limits is not None else None
-        size = s.batch_size if cap is None else min(cap, s.batch_size)
-        compression = s.compression
-        codec = AIOKafkaProducer._COMPRESSORS[compression][1] if compression else 0
-        return RawBuilder(size, codec, is_transactional=self.ctx.delivery.transactional)
+        return size if cap is None else min(cap, size)
 
     async def submit(
         self, builder: Any, topic: str, partition: int, lane: int = 0

@@ -186,3 +186,43 @@ async def eventually(
         if time.monotonic() > deadline:
             raise AssertionError(f"{message} not reached within {timeout}s (last: {result!r})")
         await asyncio.sleep(interval)
+
+
+class _EveryCodec(dict[TopicPartition, int]):
+    """``LeanRecords.codecs`` that also keeps every codec set, per partition."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: dict[int, set[int]] = {}
+
+    def __setitem__(self, tp: TopicPartition, codec: int) -> None:
+        self.seen.setdefault(tp.partition, set()).add(codec)
+        super().__setitem__(tp, codec)
+
+
+async def batch_codecs(
+    bootstrap: str, topic: str, *, partitions: int, count: int, timeout: float = 60.0
+) -> dict[int, set[int]]:
+    """The compression codecs (Kafka's numbers: :data:`aa.kafka.records.CODECS`) of the record
+    batches holding the first ``count`` records of ``topic`` (its ``partitions`` read), per
+    partition, as aa's own consumer hook sees them (:mod:`aa.kafka.fetched`)."""
+    from aa.kafka import fetched, switch  # the flow's hook: installed for this consumer too
+
+    fetched.install()
+    lean = switch.LeanRecords()
+    seen = lean.codecs = _EveryCodec()
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=bootstrap, auto_offset_reset="earliest", key_deserializer=lean
+    )
+    await consumer.start()
+    try:
+        consumer.assign([TopicPartition(topic, p) for p in range(partitions)])
+        got = 0
+        deadline = time.monotonic() + timeout
+        while got < count:
+            assert time.monotonic() < deadline, f"{topic}: {got} of {count} records"
+            batch = await consumer.getmany(timeout_ms=200)
+            got += sum(len(records) for records in batch.values())
+        return seen.seen
+    finally:
+        await consumer.stop()

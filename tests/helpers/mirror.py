@@ -13,8 +13,10 @@ from typing import Any
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from aa import provenance
+from aa.config import read_yaml
 from aa.errors import ProvenanceError
 from aa.logs import get_logger
+from aa.mirror.build import build_flows
 from aa.mirror.context import StageContext
 from aa.mirror.delivery import AtLeastOnce, Delivery, FlowClients
 from aa.mirror.flow import MirrorFlow
@@ -73,6 +75,18 @@ class OriginOnlyRouter:
             return Skip("not-origin")
         ref = provenance.SourceRef(self.source, topic, partition, offset)
         return provenance.with_provenance(headers, p.forwarded(self.source, self.target, ref))
+
+
+def topology_flow(sf: str, nyc: str, topic: str, extra: str = "") -> tuple[FlowSettings, Any]:
+    """The real SF->NYC flow of a topology copying ``topic`` (router included: the batch path),
+    ``extra`` YAML added to the topology."""
+    t = read_yaml(
+        f"datacenters:\n  SF: {{bootstrap: '{sf}'}}\n  NYC: {{bootstrap: '{nyc}'}}\n"
+        f"flows: [SF->NYC]\ntopics: ['{topic}']\n{extra}"
+        "heartbeats: {enabled: false}\ncheckpoints: {enabled: false}\n"
+    )
+    [(settings, router)] = build_flows(t, t.inbound("NYC"))
+    return settings, router
 
 
 def exact(topic: str) -> str:

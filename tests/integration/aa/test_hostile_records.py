@@ -5,33 +5,19 @@ copied byte for byte — the mirror never interprets keys or values."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import pytest
 from aiokafka import AIOKafkaProducer
 
-from aa.config import read_yaml
-from aa.mirror.build import build_flows
 from tests.conftest import DcCluster
 from tests.helpers.kafka import Rec, consume_all, create_topic, eventually, produce
 from tests.helpers.kcat import kcat_consume, kcat_produce
-from tests.helpers.mirror import committed, running_flow
+from tests.helpers.mirror import committed, running_flow, topology_flow
 
 pytestmark = pytest.mark.integration
 
 NEAR_LIMIT = 1_000_000
 """Bytes of the largest value: under the default max.message.bytes (1048588) with its batch."""
-
-
-def _sf_to_nyc(sf: str, nyc: str, topic: str, extra: str = "") -> tuple[Any, Any]:
-    """The real SF->NYC flow of a topology copying ``topic`` (router included: the batch path)."""
-    t = read_yaml(
-        f"datacenters:\n  SF: {{bootstrap: '{sf}'}}\n  NYC: {{bootstrap: '{nyc}'}}\n"
-        f"flows: [SF->NYC]\ntopics: ['{topic}']\n{extra}"
-        "heartbeats: {enabled: false}\ncheckpoints: {enabled: false}\n"
-    )
-    [(settings, router)] = build_flows(t, t.inbound("NYC"))
-    return settings, router
 
 
 async def test_odd_keys_and_values_are_copied_byte_for_byte(
@@ -47,7 +33,7 @@ async def test_odd_keys_and_values_are_copied_byte_for_byte(
         Rec(b"big", bytes(range(256)) * (NEAR_LIMIT // 256), partition=0),
     ]
     await produce(sf, topic, sent, max_request_size=2 * NEAR_LIMIT)
-    settings, router = _sf_to_nyc(sf, nyc, topic, "offset_sync: {enabled: false}\n")
+    settings, router = topology_flow(sf, nyc, topic, "offset_sync: {enabled: false}\n")
     async with running_flow(settings, router) as (_flow, task):
         got = await consume_all(nyc, topic, count=len(sent), timeout=90, settle=0.5)
         assert not task.done()
@@ -67,7 +53,7 @@ async def test_source_batches_in_every_compression_are_copied_and_the_target_com
         batch = [Rec(codec.encode(), f"{codec}{i}".encode() * 20, partition=0) for i in range(20)]
         await produce(sf, topic, batch, compression_type=codec)
         sent += batch
-    settings, router = _sf_to_nyc(sf, nyc, topic, "tuning: {compression: zstd}\n")
+    settings, router = topology_flow(sf, nyc, topic, "tuning: {compression: zstd}\n")
     async with running_flow(settings, router) as (_flow, task):
         got = await consume_all(nyc, topic, count=len(sent), timeout=60, settle=0.5)
         assert not task.done()
@@ -94,7 +80,7 @@ async def test_aborted_source_transactions_are_not_copied_and_the_commit_reaches
             await (producer.abort_transaction() if n % 2 else producer.commit_transaction())
     finally:
         await producer.stop()
-    settings, router = _sf_to_nyc(sf, nyc, topic)
+    settings, router = topology_flow(sf, nyc, topic)
     async with running_flow(settings, router) as (_flow, task):
         got = await consume_all(nyc, topic, count=15, timeout=60, settle=1.0)
         await eventually(
@@ -126,7 +112,7 @@ async def test_header_names_a_librdkafka_client_writes_as_bytes_are_copied_byte_
     await kcat_produce(sf, topic, [b"c0", b"c1"], key=b"k")
     await kcat_produce(sf, topic, [b"d0", b"d1"], key=b"k", headers=odd, compression="lz4")
     await kcat_produce(sf, other, [b"o0", b"o1", b"o2"], key=b"k")
-    settings, router = _sf_to_nyc(sf, nyc, f"^({topic}|{other})$", "on_error: dead-letter\n")
+    settings, router = topology_flow(sf, nyc, f"^({topic}|{other})$", "on_error: dead-letter\n")
     async with running_flow(settings, router) as (_flow, task):
         got = await kcat_consume(nyc, topic, count=8, timeout=90)
         others = await kcat_consume(nyc, other, count=3, timeout=60)

@@ -238,7 +238,7 @@ CASES: list[tuple[str, str, str]] = [
     (
         "tuning-compression",
         DCS + "tuning: {compression: brotli}\n",
-        r"tuning\.compression: invalid value 'brotli'; allowed: none \| gzip \| snappy \| lz4 \| zstd",
+        r"tuning\.compression: invalid value 'brotli'; allowed: source \| none \| gzip \| snappy \| lz4 \| zstd",
     ),
     (
         "tuning-interval",

@@ -121,7 +121,10 @@ class FakeTarget:
     marks: list[list[tuple[str, bytes]]] = field(default_factory=lambda: [[("aa-batch", b"B/9")]])
     built: list[FakeBatch] = field(default_factory=list)
 
-    def new_batch(self, limits: Any) -> FakeBatch:
+    def codec(self, source: TopicPartition) -> int:
+        return 0
+
+    def new_batch(self, limits: Any, codec: int) -> FakeBatch:
         return FakeBatch(self.per_batch)
 
     def lane(self, topic: str, partition: int, wide: bool) -> int:

@@ -76,11 +76,14 @@ class _Target:
         self.sent: list[tuple[Any, str, int]] = []
         self.dead: list[tuple[int, str]] = []
 
-    def new_batch(self, limits: Any) -> BatchBuilder:
-        return BatchBuilder(self.batch_size, 0)
+    def codec(self, source: TopicPartition) -> int:
+        return 0
 
-    def new_raw_batch(self, limits: Any) -> BatchBuilder:
-        return restamp.RawBuilder(self.batch_size, 0, is_transactional=False)
+    def new_batch(self, limits: Any, codec: int) -> BatchBuilder:
+        return BatchBuilder(self.batch_size, codec)
+
+    def new_raw_batch(self, limits: Any, codec: int) -> BatchBuilder:
+        return restamp.RawBuilder(self.batch_size, codec, is_transactional=False)
 
     def lane(self, topic: str, partition: int, wide: bool) -> int:
         return 0
