@@ -309,7 +309,7 @@ class Applied:
         to its first record (fetched again on resume): a partition paused while its fetch was
         on its way, or before the consumer's first assignment (exactly-once flows have no
         rebalance listener to pause it in), copies nothing either."""
-        if not (control.pauses or control.failures):
+        if not batch or consumer is None or not (control.pauses or control.failures):
             return
         now = time.time()
         for tp in [tp for tp in batch if control.blocks(tp, now)]:

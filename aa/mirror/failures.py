@@ -58,6 +58,8 @@ class TopicFailures:
     def recovered(self, control: FlowControl, pending: Pending) -> None:
         """Failed topics whose failed partition was copied past its refused record run
         again."""
+        if not control.failures:
+            return
         stopped = {tp.topic for tp in pending.failed}
         for tp, offset in pending.offsets.items():
             f = control.failures.get(tp.topic)

@@ -102,10 +102,9 @@ class MirrorFlow:
         self._committer: Committer | None = None
         self._fetcher: Fetcher | None = None
         self._expiry: ExpiryCheck | None = None
+        # pauses, failed topics, the rate limit: the supervisor's (load_control), kept across runs
         self.control = FlowControl(settings.name, settings.max_bytes_per_s)
-        """Pauses, failed topics and the rate limit (the supervisor's, across restarts)."""
         self.load_control: Callable[[], Awaitable[FlowControl]] | None = None
-        """Reads the stored pauses before the first fetch (set by the supervisor)."""
         self._applied = Applied()
         self._schemas: SchemaTranslator | None = None
 
@@ -298,8 +297,7 @@ class MirrorFlow:
             await committer.room_for_a_fetch()  # what it takes is held in the share: memory.py
             generation, batch = await fetch.next_batch()
             spent = 0
-            if batch and self._consumer is not None:
-                self._applied.hold_back(self.control, self._consumer, batch)
+            self._applied.hold_back(self.control, self._consumer, batch)
             if batch and self._expiry is not None:
                 # not under ``routing``: the group's committed offsets it may ask for wait for
                 # a rebalance in progress, and the rebalance waits for ``routing``
@@ -321,11 +319,11 @@ class MirrorFlow:
                 if fetch.damage is not None:  # stop before a damaged source batch
                     pending = pending or Pending()
                     pending.malformed = pending.malformed or fetch.damage
-                if pending is not None and pending.failed:
-                    self._failures.failed(self.control, pending)
                 if pending is None:
                     await committer.unreserve(held)
                 else:
+                    if pending.failed:
+                        self._failures.failed(self.control, pending)
                     await committer.admit(pending, held)
                     fetch.queued(pending.offsets)
                     if self.control.failures:
@@ -340,8 +338,7 @@ class MirrorFlow:
     def _apply_control(self) -> None:
         """Pauses and failed topics to the consumer; their states to ``aa_topic_state``."""
         if self._consumer is not None and self._applied.apply(self.control, self._consumer):
-            topics = {tp.topic for tp in self._applied.assignment}
-            self._failures.show_states(self.control, topics)
+            self._failures.show_states(self.control, {tp.topic for tp in self._applied.assignment})
 
     async def _route(self, batch: Batch) -> Pending | None:
         """The pending of an admitted batch, with the positions of the partitions it holds no
