@@ -3,12 +3,17 @@ headers the mirror would add, as plain rows (unit tests) or records to produce (
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from aa.provenance import LOCAL, MIRRORED_AT, SourceRef
 from conflict import HLC, Event
 from conflict.ids import new_id
+from spark_reconcile.findings.divergent import events
+from spark_reconcile.records import normalise
+from spark_reconcile.source import raw_schema
+from spark_reconcile.window import Window
 
 T0 = 1_700_000_000_000
 
@@ -72,3 +77,41 @@ def raw_rows(topic: str, data: dict[str, list[Row]], ltopic: str | None = None) 
         for dc, rows in data.items()
         for off, r in enumerate(rows)
     ]
+
+
+# The unit tests' small runs: three DCs in a full mesh, one hour, ``users`` event-sourced.
+DCS = ("SF", "NYC", "LON")
+WINDOW = Window(T0, T0 + 3_600_000, slack_ms=0)
+RESOLVERS = {"users": "lww"}
+
+
+def expected_flows(spark: Any) -> Any:
+    """``origin, ltopic, target`` of the full mesh of :data:`DCS` for ``orders`` and ``users``."""
+    rows = [(o, t, d) for t in ("orders", "users") for o in DCS for d in DCS if d != o]
+    return spark.createDataFrame(rows, "origin string, ltopic string, target string")
+
+
+def normalised(spark: Any, orders: dict[str, list[Row]], users: dict[str, list[Row]]) -> Any:
+    """The normalised records of ``orders`` and ``users`` (every row decoded)."""
+    raw = spark.createDataFrame(raw_rows("orders", orders) + raw_rows("users", users), raw_schema())
+    return raw.transform(normalise(WINDOW, 60_000, RESOLVERS)).cache()
+
+
+def values_from(df: Any) -> Callable[[Any], Any]:
+    """``with_values`` for records that still carry ``value`` and ``headers``."""
+
+    def attach(positions: Any) -> Any:
+        cols = ["dc", "topic", "partition", "offset"]
+        return positions.join(df.select(*cols, "value", "headers"), cols)
+
+    return attach
+
+
+def suspect_events(df: Any, suspect: Any) -> Any:
+    """The events of the ``suspect`` keys (``ltopic, key_h``) with their ``value`` and
+    ``headers``: what the job picks for divergent (``spark_reconcile.picked``)."""
+    from pyspark.sql import functions as F
+
+    evs = events(df, ("value", "headers")).withColumn("key_h", F.xxhash64("key"))
+    keys = F.broadcast(suspect.select("ltopic", "key_h"))
+    return evs.join(keys, ["ltopic", "key_h"], "left_semi")

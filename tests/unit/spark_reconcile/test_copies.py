@@ -14,14 +14,10 @@ from spark_reconcile.findings.presence import ids
 from spark_reconcile.picked import pick
 from spark_reconcile.records import decode_slow, finish, normalise, prepare
 from spark_reconcile.source import raw_schema
-from spark_reconcile.window import Window
-from tests.helpers.reconcile import T0, mesh, raw_rows
+from tests.helpers.reconcile import DCS, RESOLVERS, WINDOW, mesh, raw_rows
 
 pytestmark = [pytest.mark.unit, pytest.mark.spark]
 
-DCS = ("SF", "NYC", "LON")
-WINDOW = Window(T0, T0 + 3_600_000, slack_ms=0)
-RESOLVERS = {"users": "lww"}
 FLOWS = [("SF", "users", d) for d in DCS if d != "SF"]
 IDENTITY = ("dc", "offset", "rid", "event_id", "event_key", "event_error")
 

@@ -65,29 +65,3 @@ def test_one_scan_picks_the_suspect_events_and_the_unverified_copies(
     wanted = every.join(per_id.transform(suspects), ["ltopic", "key_h"], "left_semi")
     assertDataFrameEqual(picked.suspect_events, wanted.drop("key_h"))
     assert {r.key for r in picked.suspect_events.collect()} == {"k1", "k2", "k3"}
-
-
-@pytest.mark.parametrize("users_dcs", [DCS, ("NYC", "SF")])
-def test_suspect_keys_from_the_unsettled_events_are_those_of_every_event(
-    spark: Any, tmp_path: Path, users_dcs: tuple[str, ...]
-) -> None:
-    """Grouping only the unsettled events (not held by exactly the topic's DCs, or copies
-    that differ) finds the suspect keys grouping every event finds; with a DC holding events
-    of a topic it should not hold (LON, second case), every event is grouped."""
-    from spark_reconcile.findings.divergent import suspect_keys_written
-
-    users = mesh(DCS, "users", 8, events=True)
-    at = next(n for n, r in enumerate(users["NYC"]) if b'"by":"SF","i":1}' in (r.value or b""))
-    users["NYC"].pop(at)  # k1: NYC lacks SF's event 1
-    at = next(n for n, r in enumerate(users["LON"]) if b'"by":"SF","i":2}' in (r.value or b""))
-    forged = (users["LON"][at].value or b"").replace(b'"i":2}', b'"i":7}')
-    users["LON"][at] = replace(users["LON"][at], value=forged)  # k2: a forged copy
-    job = _job_path(spark.createDataFrame(raw_rows("users", users), raw_schema()))
-    per_id = job.transform(ids(DCS, FLOWS))
-    topic_dcs = {"users": users_dcs}
-
-    found = suspect_keys_written(per_id, topic_dcs, DCS, tmp_path)
-
-    assertDataFrameEqual(found, per_id.transform(suspect_keys(topic_dcs, DCS)))
-    assert found.count() == 2  # k1 and k2
-    assert (tmp_path / "suspects").exists() == (users_dcs != DCS)

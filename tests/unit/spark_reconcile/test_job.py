@@ -1,4 +1,5 @@
-"""``aa reconcile --help`` tells the user what the job does, not how the code is laid out."""
+"""The job's entry point (``spark_reconcile.job``, ``aa reconcile``): what its help says, and the
+errors that stop it before it contacts any DC."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ import pytest
 
 from aa.cli.main import main as aa_main
 
-pytestmark = [pytest.mark.unit]
+pytestmark = pytest.mark.unit
+
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -74,3 +76,24 @@ def test_reconcile_options_load_without_pyspark() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT
     )
     assert done.returncode == 0, done.stderr
+
+
+def test_unknown_resolver_exits_2_before_contacting_any_dc(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from aa.cli.main import main
+
+    cfg = tmp_path / "t.yaml"
+    cfg.write_text("datacenters:\n  SF: {bootstrap: '127.0.0.1:1'}\n  NYC: {bootstrap: 'b:1'}\n")
+    args = ["reconcile", "--config", str(cfg), "--since", "1h", "--events", "users=nope"]
+    assert main(args) == 2
+    assert "--events users=nope: unknown resolver; use one of" in capsys.readouterr().err
+
+
+def test_first_run_needs_since(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from aa.cli.main import main
+
+    cfg = tmp_path / "t.yaml"
+    cfg.write_text("datacenters:\n  SF: {bootstrap: '127.0.0.1:1'}\n  NYC: {bootstrap: 'b:1'}\n")
+    assert main(["reconcile", "--config", str(cfg), "--out", str(tmp_path / "o")]) == 2
+    assert "--since is required on the first run" in capsys.readouterr().err

@@ -1,13 +1,12 @@
-"""Every resolver gives the same state for the same set of events, whatever the order and the
-duplicates; merging is associative; the seed scenario resolves the same way everywhere."""
+"""Every built-in resolver (``conflict.resolvers.registry``) gives the same state for the same set
+of events, whatever the order and the duplicates, and merges associatively; ``resolve``,
+user functions and the registry's configuration."""
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Callable
 from typing import Any
 
-import pycrdt
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -21,53 +20,20 @@ from conflict import (
     ResolverError,
     ResolverRegistry,
     UserFunctionResolver,
-    encode_update,
     fold,
     resolve,
     state_bytes,
 )
 from conflict.ids import new_id
+from tests.helpers.conflict import Writers, ev, yjs
 
 pytestmark = pytest.mark.unit
+
 
 DCS = ("SF", "NYC", "LON")
 
 
-def _ev(
-    i: int,
-    dc: str,
-    ms: int,
-    logical: int,
-    type_: str,
-    payload: Any,
-    supersedes: tuple[str, ...] = (),
-) -> Event:
-    return Event(
-        f"{new_id(ms)[:10]}{i:016d}", "k", type_, dc, HLC(ms, logical, dc), payload, supersedes
-    )
-
-
-def _yjs(field: str, value: int, client: int) -> str:
-    doc: pycrdt.Doc[Any] = pycrdt.Doc(client_id=client)
-    doc.get("root", type=pycrdt.Map)[field] = value
-    return base64.b64encode(doc.get_update()).decode()
-
-
-class _Writers:
-    """Three document replicas that edit and emit *incremental* updates: each update depends on
-    the writer's earlier ones, so a fold sees updates that must wait for their dependencies."""
-
-    def __init__(self) -> None:
-        self.docs: list[pycrdt.Doc[Any]] = [pycrdt.Doc(client_id=100 + n) for n in range(3)]
-
-    def edit(self, writer: int, field: str, value: int) -> dict[str, str]:
-        doc = self.docs[writer]
-        before = doc.get_state()
-        doc.get("root", type=pycrdt.Map)[field] = value
-        return encode_update(doc.get_update(before))
-
-
-def _payload(name: str, draw: Callable[[Any], Any], i: int, writers: _Writers) -> tuple[str, Any]:
+def _payload(name: str, draw: Callable[[Any], Any], i: int, writers: Writers) -> tuple[str, Any]:
     if name == "counter":
         return draw(st.sampled_from(["inc", "dec"])), {"by": draw(st.integers(0, 9))}
     if name == "set":
@@ -75,7 +41,7 @@ def _payload(name: str, draw: Callable[[Any], Any], i: int, writers: _Writers) -
     if name == "document":
         if draw(st.booleans()):
             return "yjs", writers.edit(draw(st.integers(0, 2)), draw(st.sampled_from("abc")), i)
-        return "yjs", {"update": _yjs(draw(st.sampled_from("abc")), i, 1000 + i)}
+        return "yjs", {"update": yjs(draw(st.sampled_from("abc")), i, 1000 + i)}
     if name == "field-lww":
         if draw(st.integers(0, 5)) == 0:
             return "delete", None
@@ -90,13 +56,13 @@ def _payload(name: str, draw: Callable[[Any], Any], i: int, writers: _Writers) -
 @st.composite
 def event_sets(draw: Callable[[Any], Any], name: str) -> list[Event]:
     n = draw(st.integers(1, 10))
-    writers = _Writers()
+    writers = Writers()
     events: list[Event] = []
     for i in range(n):
         type_, payload = _payload(name, draw, i, writers)
         seen = tuple(e.id for e in events if draw(st.booleans()))
         events.append(
-            _ev(
+            ev(
                 i,
                 draw(st.sampled_from(DCS)),
                 draw(st.integers(1000, 1003)),
@@ -171,58 +137,6 @@ def test_materializer_matches_resolve_in_any_order(name: str, data: st.DataObjec
     assert restored.state_bytes() == m.state_bytes()
 
 
-def _order(dc: str, book: str, ms: int) -> Event:
-    return Event(new_id(ms), "alice", "set", dc, HLC(ms, 0, dc), {"book": book})
-
-
-def test_seed_scenario_lww_one_wins_everywhere() -> None:
-    sf, nyc = _order("SF", "A", 1_700_000_000_100), _order("NYC", "B", 1_700_000_000_100)
-    states = {state_bytes(resolve(BUILTIN["lww"], order)) for order in ([sf, nyc], [nyc, sf])}
-    assert len(states) == 1  # same winner in every DC: (HLC, DC) breaks the tie -> SF
-    assert resolve(BUILTIN["lww"], [sf, nyc]) == {"book": "A"}
-
-
-def test_seed_scenario_multi_value_ships_both_books() -> None:
-    sf, nyc = _order("SF", "A", 1_700_000_000_100), _order("NYC", "B", 1_700_000_000_400)
-    value = resolve(BUILTIN["multi-value"], [nyc, sf])
-    assert [v["value"] for v in value] == [{"book": "A"}, {"book": "B"}]
-    later = Event(
-        new_id(),
-        "alice",
-        "set",
-        "LON",
-        HLC(1_700_000_001_000, 0, "LON"),
-        {"book": "A+B"},
-        (sf.id, nyc.id),
-    )
-    assert [v["value"] for v in resolve(BUILTIN["multi-value"], [sf, later, nyc])] == [
-        {"book": "A+B"}
-    ]
-
-
-def test_field_lww_keeps_concurrent_edits_to_different_fields() -> None:
-    a = Event(new_id(), "u", "patch", "SF", HLC(5, 0, "SF"), {"email": "a@x"})
-    b = Event(new_id(), "u", "patch", "NYC", HLC(5, 0, "NYC"), {"phone": "123"})
-    assert resolve(BUILTIN["field-lww"], [b, a]) == {"email": "a@x", "phone": "123"}
-
-
-def test_or_set_add_wins_over_concurrent_remove() -> None:
-    add1 = Event(new_id(), "s", "add", "SF", HLC(1, 0, "SF"), {"element": "x"})
-    rem = Event(new_id(), "s", "remove", "NYC", HLC(2, 0, "NYC"), {"element": "x"}, (add1.id,))
-    add2 = Event(new_id(), "s", "add", "LON", HLC(2, 0, "LON"), {"element": "x"})
-    assert resolve(BUILTIN["set"], [add1, rem]) == []
-    assert resolve(BUILTIN["set"], [add1, rem, add2]) == ["x"]
-
-
-def test_counter_and_document() -> None:
-    inc = Event(new_id(), "c", "inc", "SF", HLC(1, 0, "SF"), {"by": 5})
-    dec = Event(new_id(), "c", "dec", "NYC", HLC(1, 0, "NYC"), {"by": 2})
-    assert resolve(BUILTIN["counter"], [inc, dec, inc]) == 3
-    d1 = Event(new_id(), "d", "yjs", "SF", HLC(1, 0, "SF"), {"update": _yjs("a", 1, 7)})
-    d2 = Event(new_id(), "d", "yjs", "NYC", HLC(1, 0, "NYC"), {"update": _yjs("b", 2, 8)})
-    assert resolve(BUILTIN["document"], [d2, d1]) == {"a": 1.0, "b": 2.0}
-
-
 def test_user_function() -> None:
     longest = UserFunctionResolver(
         "longest", lambda es: max(es, key=lambda e: len(e.payload)).payload
@@ -249,21 +163,6 @@ def test_bad_events_are_refused_with_the_reason(
     type_, payload = event
     with pytest.raises(ResolverError, match=message):
         BUILTIN[name].validate(Event(new_id(), "k", type_, "SF", HLC(1, 0, "SF"), payload))
-
-
-def test_document_updates_waiting_for_a_dependency_are_not_lost() -> None:
-    """Regression: pycrdt loses updates 2 and 3 of a writer applied before its update 1."""
-    writers = _Writers()
-    payloads = [writers.edit(0, "b", 1), writers.edit(0, "a", 2), writers.edit(0, "b", 3)]
-    events = [_ev(i, "SF", 1000 + i, 0, "yjs", p) for i, p in enumerate(payloads)]
-    expected = {"a": 2.0, "b": 3.0}
-    assert resolve("document", events) == expected
-    assert resolve("document", [events[1], events[2], events[0]]) == expected
-    m = Materializer(ResolverRegistry(default="document"))
-    for e in (events[2], events[1], events[0]):
-        m.apply(e)
-        m.get("k")  # reading while updates wait for their dependency changes nothing
-    assert m.get("k") == expected
 
 
 def test_resolve_takes_a_name_and_validates_every_event() -> None:

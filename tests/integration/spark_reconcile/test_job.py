@@ -1,7 +1,7 @@
 """The job on real clusters: a clean full mesh gives zero findings; injected faults are each
 found and nothing else is; --repair makes the next run find nothing missing and is idempotent;
 bad input (empty window, no provenance, malformed events) never crashes it (an unreachable DC:
-test_reconcile_edges.py).
+test_job_edges.py).
 
 The copies are produced by the test with the headers the mirror adds (no mirror runs)."""
 
