@@ -83,6 +83,12 @@ class Delivery(Protocol):
         copied (a failed topic, :mod:`aa.mirror.control`)."""
         ...
 
+    async def regained(self, tps: set[TopicPartition]) -> None:
+        """The group assigned ``tps`` (a rebalance): at-least-once resumes each one it had
+        copied further than the group's commit (its membership was lost before that commit)
+        where its own copy ended, instead of copying again."""
+        ...
+
     async def before_forward(self) -> None: ...
 
     async def watch(self, stop: asyncio.Event) -> None:
@@ -125,6 +131,9 @@ class AtLeastOnce:
         self._unknown: set[str] = set()
         """Source topics fetched whose id is not known yet."""
         self._retry_at: dict[str, float] = {}
+        self._copied: dict[TopicPartition, int] = {}
+        """Per partition held, the offset after the last copy the target acknowledged (one
+        int per partition: bounded)."""
 
     def group_id(self) -> str | None:
         return self._settings.group_id
@@ -166,7 +175,36 @@ class AtLeastOnce:
         return {tp: await consumer.committed(tp) for tp in tps}
 
     def rewind(self, tp: TopicPartition, offset: int) -> None:
-        return None  # the group's position follows the commits, which stop at ``offset``
+        if self._copied.get(tp, offset) > offset:  # commits stop at ``offset`` too
+            self._copied[tp] = offset
+
+    async def regained(self, tps: set[TopicPartition]) -> None:
+        """A partition this run had copied further than the group's commit (the commit failed:
+        the group had dropped this member, e.g. the source was out of reach longer than the
+        session timeout) resumes where its copies ended, and the group's offset is set there:
+        copying again from the commit would duplicate what the target already acknowledged.
+        Never ahead: only offsets whose copies the target acknowledged count, and a commit past
+        them (another member copied further meanwhile) wins."""
+        mine = {tp: o for tp, o in self._copied.items() if tp in tps}
+        if not mine or self._clients is None:
+            return
+        consumer = self._clients.consumer
+        ahead = {}
+        for tp, offset in mine.items():
+            committed = await consumer.committed(tp)
+            if committed is None or committed < offset:
+                ahead[tp] = offset
+        if not ahead:
+            return
+        await consumer.commit(ahead)
+        for tp, offset in ahead.items():
+            consumer.seek(tp, offset)
+        self._clients.log.info(
+            "resumed_after_own_copies",
+            partitions=len(ahead),
+            detail="the group's commit was behind what this process had copied (its commit "
+            "failed while the group had dropped it): resumed after its own copies, not again",
+        )
 
     def admit(self, batch: Batch) -> Batch:
         if self._ids is not None and self._clients is not None and self._clients.syncs is not None:
@@ -204,11 +242,15 @@ class AtLeastOnce:
         offsets = {tp: o for tp, o in ready.items() if tp in assigned}
         if not offsets:
             return True
+        for tp, offset in offsets.items():  # acknowledged by the target: see regained()
+            if offset > self._copied.get(tp, -1):
+                self._copied[tp] = offset
         try:
             await consumer.commit(offsets)
         except (CommitFailedError, IllegalStateError) as exc:
-            # A rebalance took the partitions away: the new owner re-copies from the last
-            # commit (duplicates, never loss).
+            # A rebalance took the partitions away: a new owner re-copies from the last commit
+            # (duplicates, never loss); this process, if it gets them back, resumes after its
+            # own copies (regained).
             self._clients.log.warning("commit_failed_rebalance", error=str(exc))
         return True
 

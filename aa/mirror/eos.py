@@ -181,6 +181,9 @@ class ExactlyOnce:
         if self._next.get(tp, offset) > offset:
             self._next[tp] = offset
 
+    async def regained(self, tps: set[TopicPartition]) -> None:
+        return None  # no group: every partition is this process's, positions in the target
+
     def admit(self, batch: Batch) -> Batch:
         out: Batch = {}
         for tp, records in batch.items():

@@ -26,6 +26,7 @@ from aiokafka import ConsumerRebalanceListener, TopicPartition
 from aa.kafka.fetched import CorruptBatch
 from aa.kafka.switch import BatchSkipper
 from aa.mirror.context import StageContext
+from aa.mirror.delivery import Delivery
 from aa.mirror.errors import FlowError
 from aa.mirror.memory import PartitionShare
 from aa.mirror.pending import Batch
@@ -192,6 +193,7 @@ class Revocable(Protocol):
 
     syncs: OffsetSyncWriter | None
     log: Any
+    delivery: Delivery
 
     async def on_revoke(self, revoked: set[TopicPartition]) -> None: ...
 
@@ -208,5 +210,6 @@ class RevokeListener(ConsumerRebalanceListener):  # type: ignore[misc]  # aiokaf
             await self._flow.syncs.revoked(revoked)
 
     async def on_partitions_assigned(self, assigned: Any) -> None:
+        await self._flow.delivery.regained(set(assigned))
         self._flow.on_assigned()
         self._flow.log.info("partitions_assigned", partitions=len(assigned))
