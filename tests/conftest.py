@@ -24,12 +24,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from aa.dev import cluster as devcluster
 
 pytest_plugins = ["tests.spark_session"]
 
 DCS = ("SF", "NYC", "LON")
+
+# Property tests have no per-example deadline: hypothesis's default (200 ms) failed a fuzz test
+# on a loaded machine (a 2-core CI runner beside other sessions) for time, not for a defect.
+settings.register_profile("aa", deadline=None)
+settings.load_profile("aa")
 
 KAFKA39_MODULES = frozenset(
     {
