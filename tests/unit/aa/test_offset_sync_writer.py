@@ -59,6 +59,10 @@ class FlowStub:
         self.syncs = writer
         self.drained = 0
         self.log = structlog.get_logger()
+        self.delivery = self
+
+    async def regained(self, tps: set[TopicPartition]) -> None:
+        pass  # the delivery's resume after its own copies (aa.mirror.delivery)
 
     async def drain(self) -> None:
         self.drained += 1
