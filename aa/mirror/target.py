@@ -21,6 +21,7 @@ from aa.mirror.errors import FlowError, aiokafka_part
 from aa.mirror.limits import TargetLimits, record_size
 from aa.mirror.refusals import DEAD_LETTER_REASON
 from aa.mirror.restamp import RawBuilder
+from aa.mirror.settings import FlowSettings
 from aa.provenance import SRC, batch_mark
 
 DELIVERY_TIMEOUT_S = 120.0
@@ -67,6 +68,20 @@ def track(producer: AIOKafkaProducer, topic: str) -> None:
     request timeout (30 s) before the retry re-added it.
     """
     producer.client.add_topic(topic)
+
+
+def _own_topics(s: FlowSettings) -> list[str]:
+    """The flow's own topics its first producer writes with ``send``: each must stay in the
+    producer's metadata like the target topics (:func:`track`). One the producer's first
+    metadata already held is never added by ``send``, and dropped out of it once the first
+    target topic was tracked: a dead letter sent before any copy waited for a leader forever
+    (exactly-once, a record over max.message.bytes among the first of a fetch)."""
+    topics = [s.sync_topic] if s.offset_syncs else []
+    if s.on_error == "dead-letter":
+        topics.append(s.dead_letter_topic)
+    if s.delivery == "exactly-once":
+        topics.append(s.eos_offsets_topic)
+    return topics
 
 
 def _batch_mark(producer: AIOKafkaProducer, target: str) -> list[tuple[str, bytes]]:
@@ -129,6 +144,8 @@ class Target:
         """Target topics the producers' metadata must keep (see :func:`track`)."""
         self.producers = (ctx.clients.producer, *ctx.clients.lanes)
         """The copies' producers: target partition ``p`` goes through ``p % len``."""
+        for topic in _own_topics(ctx.settings):  # written by `send` on the first producer
+            track(ctx.clients.producer, topic)
         self.marks = [_batch_mark(p, ctx.settings.target) for p in self.producers]
         """Per lane, ``aa-batch`` for the first record of each batch its producer sends
         (:mod:`aa.kafka.fetched`: the mark names the producer id the batch carries)."""

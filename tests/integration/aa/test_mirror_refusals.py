@@ -293,3 +293,40 @@ async def test_a_record_over_the_limit_only_with_aa_headers_fails_its_topic_befo
     assert sorted(len(r.value) for r in copied) == list(LENGTHS)[: len(copied)]
     last = max(copied, key=lambda r: len(r.value))
     assert _would_take(last, last.value + b"x", len(copied)) > 4096
+
+
+async def test_eos_record_over_the_limit_is_dead_lettered_and_the_rest_copied_once(
+    dc_clusters: dict[str, DcCluster], unique_name: Names
+) -> None:
+    """Exactly-once, ``on_error: dead-letter``: one 5,000-byte record among ten into a target
+    topic with max.message.bytes 2,000. The reference goes to the dead-letter topic inside the
+    transaction and the nine others are copied once (a hang in ``target_waiting for copies``
+    was seen twice here)."""
+    dlq = unique_name("dlq")
+    eos = await eos_flow(
+        dc_clusters, unique_name, "eos-dlq", partitions=1, commit_interval_s=0.2,
+        config_exclude=KEEP_TARGET, on_error="dead-letter", dead_letter_topic=dlq,
+    )  # fmt: skip
+    sf, nyc, topic = eos.sf, eos.nyc, eos.topic
+    await create_topic(nyc, topic, config={"max.message.bytes": "2000"})
+    records = [
+        Rec(f"k{i}".encode(), b"x" * (5000 if i == 6 else 10), partition=0) for i in range(10)
+    ]
+    await produce(sf, topic, records)
+    async with running_flow(eos.settings, eos.router) as (_, task):
+        got = await consume_all(
+            nyc, topic, count=9, timeout=90, isolation_level="read_committed", settle=1.0
+        )
+        [dead] = await consume_all(nyc, dlq, count=1, timeout=60, isolation_level="read_committed")
+        stored = await eventually(
+            lambda: _stored_at(eos.settings, topic, 10), timeout=60, message="position 10 stored"
+        )
+        assert stored
+        assert not task.done()
+    assert sorted(r.key for r in got) == sorted(f"k{i}".encode() for i in range(10) if i != 6)
+    assert dict(dead.headers)[DEAD_LETTER_REASON].startswith(b"record-too-large")
+
+
+async def _stored_at(settings: FlowSettings, topic: str, want: int) -> bool:
+    stored, _ = await stored_offsets(settings)
+    return stored.get(TopicPartition(topic, 0)) == want
