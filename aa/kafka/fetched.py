@@ -18,7 +18,8 @@ into a tuple; a third of a W1 flow's CPU per record). They carry no topic or par
 keeps the partition with each fetched list (:class:`aa.mirror.pending.Pending`).
 
 A consumer whose switch has ``raw`` set (the flow's, when :func:`aa.mirror.restamp.enabled`)
-gets each uncompressed, non-transactional batch that starts at or after its fetch position as
+gets each CreateTime data batch (compressed or not, transactional or not: aborted ones are
+dropped first, control batches never handed out) that starts at or after its fetch position as
 one :class:`~aa.mirror.restamp.RawBatch`, undecoded, for the batch path of
 :mod:`aa.mirror.restamp`; aiokafka's position still moves record batch by record batch.
 
@@ -41,7 +42,7 @@ from typing import Any
 from aiokafka.consumer import fetcher as _fetcher
 from aiokafka.structs import TopicPartition
 
-from aa.kafka.records import decode_batch
+from aa.kafka.records import BatchError, decode_batch
 from aa.kafka.switch import BatchSkipper, LeanRecords
 from aa.mirror.restamp import RawBatch, crc_ok
 
@@ -202,14 +203,7 @@ class _Records:
         if batch is None:
             return batch
         plain = not batch.is_control_batch and getattr(batch, "magic", 2) >= 2
-        raw = (
-            self._raw
-            and plain
-            and batch.compression_type == 0
-            and not batch.is_transactional
-            and batch.timestamp_type == 0
-            and batch.base_offset >= self._at
-        )
+        raw = self._raw and plain and batch.timestamp_type == 0 and batch.base_offset >= self._at
         # every batch's CRC is checked here, once (aiokafka's own check is off for lean
         # consumers: it would raise, see CorruptBatch)
         if self._check_crcs and not (crc_ok(whole) if raw else batch.validate_crc()):
@@ -220,10 +214,17 @@ class _Records:
         if not plain or (self._switch.source_dc is None and not raw):
             return batch
         # the first record says whose the batch is (the mark): decoded alone, then the rest
-        records: Any = iter(batch)  # aiokafka's C batch decodes from its __iter__ on
+        handed = None
+        if raw and batch.compression_type:  # decompressed once, for the mark and the helper
+            handed = RawBatch(whole, batch.base_offset, batch.next_offset, batch.max_timestamp)
+            try:
+                head = decode_batch(whole, handed.body(), limit=1)
+            except BatchError:  # the record path decodes it (and says what is wrong)
+                handed, raw = None, False
+        records: Any = iter(batch) if handed is None else None  # decodes from __iter__ on
         decoded = None
         try:
-            first = next(records, None)
+            first = next(records, None) if handed is None else (head[0] if head else None)
         except UnicodeDecodeError:  # a header name that is not UTF-8: aa decodes it
             if whole is None:
                 raise
@@ -246,9 +247,9 @@ class _Records:
         if not raw:
             return _Peeked(batch, first, records)
         assert whole is not None
-        return _Raw(
-            batch, RawBatch(whole, batch.base_offset, batch.next_offset, batch.max_timestamp)
-        )
+        if handed is None:
+            handed = RawBatch(whole, batch.base_offset, batch.next_offset, batch.max_timestamp)
+        return _Raw(batch, handed)
 
 
 class _Fetched:

@@ -27,9 +27,33 @@ _CODECS: dict[int, Callable[[bytes], bytes]] = {
     3: codec.lz4_decode,
     4: codec.zstd_decode,
 }
+_ENCODERS: dict[int, Callable[[bytes], bytes]] = {
+    1: codec.gzip_encode,
+    2: codec.snappy_encode,
+    3: codec.lz4_encode,
+    4: codec.zstd_encode,
+}
 _LOG_APPEND_TIME = 0x08
 CODECS: dict[str, int] = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 """Kafka's compression codecs by name, as a record batch's attributes (bits 0-2) carry them."""
+
+
+def decompressed(data: Any) -> bytes | None:
+    """The records of one whole record batch (bytes-like, magic 2) decompressed once with its
+    codec (aiokafka's decoders, as its own batches decompress); ``None`` when uncompressed."""
+    codec_id = data[22] & 0x07  # attributes (bytes 21-22), codec bits 0-2
+    if not codec_id:
+        return None
+    decode = _CODECS.get(codec_id)
+    if decode is None:
+        raise BatchError(f"unknown compression codec {codec_id}")
+    return decode(bytes(data[BATCH_HEADER:]))
+
+
+def compress(codec_id: int, records: bytes) -> bytes:
+    """A batch's records compressed with ``codec_id`` as aiokafka's C batch builder compresses
+    them (its encoders and levels, and compressed even when that saves nothing)."""
+    return _ENCODERS[codec_id](records)
 
 
 class RawName(str):
@@ -108,27 +132,25 @@ def _name(raw: bytes) -> str:
         return RawName(raw)
 
 
-def decode_batch(data: Any) -> list[Record]:
+def decode_batch(data: Any, body: bytes | None = None, limit: int | None = None) -> list[Record]:
     """Every record of one whole record batch (bytes-like, its 12-byte log prefix included),
-    decompressed if need be; control batches included as they are (their key and value)."""
-    buf = bytes(data)
+    decompressed if need be (``body``: its records decompressed already, :func:`decompressed`);
+    control batches included as they are (their key and value). ``limit``: the first records
+    only."""
+    buf = bytes(data) if body is None else bytes(data[:BATCH_HEADER])
     if len(buf) < BATCH_HEADER:
         raise BatchError(f"{len(buf)} bytes: shorter than a record batch header")
     (base, length, _, magic, _, attrs, _, first_ts, max_ts, _, _, _, count) = _HEAD.unpack_from(buf)
     if magic != 2:
         raise BatchError(f"magic {magic}: only record batches of magic 2 are decoded here")
-    if 12 + length != len(buf) or count < 0:
+    if (body is None and 12 + length != len(buf)) or count < 0:
         raise BatchError("the batch length or record count does not match its bytes")
-    body = buf[BATCH_HEADER:]
-    if attrs & 0x07:
-        decode = _CODECS.get(attrs & 0x07)
-        if decode is None:
-            raise BatchError(f"unknown compression codec {attrs & 0x07}")
-        body = decode(body)
+    if body is None:
+        body = decompressed(buf) or buf[BATCH_HEADER:]
     log_append = bool(attrs & _LOG_APPEND_TIME)
     out: list[Record] = []
     pos = 0
-    for _ in range(count):
+    for _ in range(count if limit is None else min(count, limit)):
         size, pos = _varint(body, pos)
         end = pos + size
         if size < 1 or end > len(body):

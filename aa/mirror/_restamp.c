@@ -1,10 +1,12 @@
-/* aa.mirror._restamp: re-encode one uncompressed Kafka record batch (v2) of local records with
- * the provenance headers added, in one call (see aa/mirror/restamp.py, which is the only caller
- * and holds the pure-Python equivalent: decoding with aiokafka and routing record by record).
+/* aa.mirror._restamp: re-encode one Kafka record batch (v2) of local records with the provenance
+ * headers added, in one call (see aa/mirror/restamp.py, which is the only caller and holds the
+ * pure-Python equivalent: decoding with aiokafka and routing record by record).
  *
- * restamp(src, start, out, n, first_ts, max_ts, batch_size, pre, src_prefix, post, mark, screen)
+ * restamp(src, start, out, n, first_ts, max_ts, batch_size, pre, src_prefix, post, mark, screen,
+ *         body)
  *
- *   src         the whole source batch (61-byte header, then its records)
+ *   src         the whole source batch as fetched (61-byte header, then its records, compressed
+ *               or not)
  *   start       index of the first record to write (a later call continues a batch that did
  *               not fit in one target batch)
  *   out         the target batch's bytearray (aiokafka's pure-Python record batch builder's
@@ -22,9 +24,11 @@
  *   screen      None, or (room, no_null_key, oldest, newest) of the target's limits: room is
  *               the most bytes one record may take written alone in a batch (aa's headers and
  *               the mark included; max.message.bytes less the batch header)
+ *   body        None when the batch is uncompressed (its records follow the header in src), else
+ *               its records decompressed (the caller decompresses once per source batch)
  *
- * Returns None when the batch is not one this path takes (then nothing was written): a
- * compressed, transactional, control or LogAppendTime batch, offsets with gaps, a record that
+ * Returns None when the batch is not one this path takes (then nothing was written): a control
+ * or LogAppendTime batch, a compressed one without its body, offsets with gaps, a record that
  * is malformed, has a header key that is not ASCII or starts with "aa-", or is outside the
  * screen. Otherwise (written, first_ts, max_ts, key_value_bytes): `written` records from
  * `start` on were appended; fewer than the rest when the target batch is full.
@@ -185,8 +189,8 @@ static int digits_of(int64_t v) {
 
 static PyObject *restamp(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
-    if (nargs != 12) {
-        PyErr_SetString(PyExc_TypeError, "restamp() takes 12 arguments");
+    if (nargs != 13) {
+        PyErr_SetString(PyExc_TypeError, "restamp() takes 13 arguments");
         return NULL;
     }
     PyObject *out = args[2];
@@ -218,15 +222,16 @@ static PyObject *restamp(PyObject *self, PyObject *const *args, Py_ssize_t nargs
         if (no_null_key < 0) return NULL;
     }
     PyObject *result = NULL;
-    Py_buffer src, pre, prefix, post, mark;
-    if (PyObject_GetBuffer(args[0], &src, PyBUF_SIMPLE) < 0) return NULL;
+    Py_buffer src, pre, prefix, post, mark, body;
+    int has_body = args[12] != Py_None;
+    if (has_body && PyObject_GetBuffer(args[12], &body, PyBUF_SIMPLE) < 0) return NULL;
+    if (PyObject_GetBuffer(args[0], &src, PyBUF_SIMPLE) < 0) goto fail_body;
     if (PyObject_GetBuffer(args[7], &pre, PyBUF_SIMPLE) < 0) goto fail_src;
     if (PyObject_GetBuffer(args[8], &prefix, PyBUF_SIMPLE) < 0) goto fail_pre;
     if (PyObject_GetBuffer(args[9], &post, PyBUF_SIMPLE) < 0) goto fail_prefix;
     if (PyObject_GetBuffer(args[10], &mark, PyBUF_SIMPLE) < 0) goto fail_post;
 
     const uint8_t *b = (const uint8_t *)src.buf;
-    const uint8_t *end = b + src.len;
     if (src.len < HEADER) goto not_taken;
     int64_t base_offset = (int64_t)be(b, 8);
     int64_t batch_len = (int64_t)(int32_t)be(b + 8, 4);
@@ -235,14 +240,18 @@ static PyObject *restamp(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     int64_t last_delta = (int64_t)(int32_t)be(b + 23, 4);
     int64_t src_first_ts = (int64_t)be(b + 27, 8);
     int64_t count = (int64_t)(int32_t)be(b + 57, 4);
-    /* codec bits 0-2, LogAppendTime bit 3, transactional bit 4, control bit 5 */
-    if (magic != 2 || (attributes & 0x3f) != 0 || 12 + batch_len != src.len || count < 1 ||
-        last_delta != count - 1 || base_offset < 0 || start < 0 || start >= count)
+    /* codec bits 0-2 (a compressed batch's records come decompressed in body), LogAppendTime
+     * bit 3, transactional bit 4 (taken: the consumer dropped aborted batches), control bit 5 */
+    if (magic != 2 || (attributes & 0x28) != 0 || ((attributes & 0x07) != 0) != has_body ||
+        12 + batch_len != src.len || count < 1 || last_delta != count - 1 || base_offset < 0 ||
+        start < 0 || start >= count)
         goto not_taken;
+    const uint8_t *records = has_body ? (const uint8_t *)body.buf : b + HEADER;
+    const uint8_t *end = has_body ? records + body.len : b + src.len;
 
     /* Pass 1: every record is one this path takes (nothing is written otherwise). */
     record r;
-    const uint8_t *p = b + HEADER;
+    const uint8_t *p = records;
     for (int64_t i = 0; i < count; i++) {
         if (parse(&p, end, &r) < 0 || r.offset_delta != i) goto not_taken;
         if (screened) {
@@ -261,7 +270,7 @@ static PyObject *restamp(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     /* Pass 2: write records from `start` while they fit. */
     char digits[24];
     int64_t written = 0, kv_bytes = 0;
-    p = b + HEADER;
+    p = records;
     for (int64_t i = 0; i < count; i++) {
         parse(&p, end, &r);
         if (i < start) continue;
@@ -334,6 +343,8 @@ fail_pre:
     PyBuffer_Release(&pre);
 fail_src:
     PyBuffer_Release(&src);
+fail_body:
+    if (has_body) PyBuffer_Release(&body);
     return result;
 }
 

@@ -13,6 +13,7 @@ def restamp(
     post: bytes,
     mark: bytes,
     screen: tuple[int, bool, int, int] | None,
+    body: Any,
     /,
 ) -> tuple[int, int | None, int | None, int] | None: ...
 def crc32c(data: Any, /) -> int: ...

@@ -32,6 +32,7 @@ from aa.mirror.errors import FlowError, not_authorized
 from aa.mirror.incarnations import Incarnations
 from aa.mirror.pending import Batch
 from aa.mirror.positions import OFFSETS_TOPIC_CONFIGS, offset_key, stored_offsets
+from aa.mirror.restamp import from_offset, next_offset
 from aa.mirror.settings import FlowSettings
 from aa.offsets.groups import group_offsets
 from aa.offsets.writer import ensure_internal_topic
@@ -189,13 +190,13 @@ class ExactlyOnce:
         for tp, records in batch.items():
             nxt = self._next.get(tp)
             if nxt is not None and records[0].offset < nxt:
-                records = [r for r in records if r.offset >= nxt]
+                records = from_offset(records, nxt)
                 if not records:
                     # aiokafka resets positions when its assignment changes: skip ahead.
                     self.clients.consumer.seek(tp, nxt)
                     continue
             out[tp] = records
-            self._next[tp] = records[-1].offset + 1
+            self._next[tp] = next_offset(records)
         return out
 
     async def before_forward(self) -> None:

@@ -187,8 +187,8 @@ class MirrorFlow:
             budget = MemoryBudget.of(s)
             # lean records, told apart by who wrote their batch (mirror or application)
             lean = self._lean = self._skipper or switch.LeanRecords(s.source)
-            # local batches re-encoded whole (not in transactions): see restamp
-            lean.raw = restamp.enabled() and not self.delivery.transactional
+            # local batches re-encoded whole: see restamp
+            lean.raw = restamp.enabled()
             consumer = self._consumer = AIOKafkaConsumer(
                 **s.source_client,
                 # lean records, and mirror-written batches skipped: see batches

@@ -7,9 +7,12 @@ record into a Python object, routing it and appending it to a batch builder cost
 microseconds; the compiled helper ``aa.mirror._restamp`` instead walks the source batch's bytes
 and appends every record, re-encoded with those headers, to the target batch in one call.
 
-The common case only: the flow's consumer hands out a :class:`RawBatch` (the batch undecoded)
-for a fetched batch that is uncompressed, non-transactional, not a control batch, CreateTime,
-magic 2, CRC checked and wholly at or after the fetch position (:mod:`aa.kafka.fetched`).
+The flow's consumer hands out a :class:`RawBatch` (the batch undecoded) for a fetched batch that
+is not a control batch, CreateTime, magic 2, CRC checked and wholly at or after the fetch
+position (:mod:`aa.kafka.fetched`), compressed or not, transactional or not (a read_committed
+consumer drops aborted batches before they get here). A compressed batch is decompressed once
+(:meth:`RawBatch.body`), its records re-encoded from there; the target batch is compressed once,
+with the target's codec, when it is built.
 The helper takes it only when every record is well formed, has contiguous offsets, no header
 key starting with ``aa-`` or outside ASCII, and is inside the target's limits; otherwise it
 writes nothing and the batch is decoded by aiokafka and routed record by record as before
@@ -20,8 +23,9 @@ compares them): the target batch is aiokafka's pure-Python record batch builder,
 the helper appends to and whose header, CRC and compression aiokafka writes as usual.
 
 Where the helper is not built (no C compiler at install time), or ``AA_PURE_PYTHON=1`` is set
-in the environment, or the flow is exactly-once (its batches are transactional), the flow
-takes the record path only; ``flow_started`` logs which (``batch_restamp``).
+in the environment, the flow takes the record path only; ``flow_started`` logs which
+(``batch_restamp``). Exactly-once flows take the batch path too: their target batches are the
+transactional producer's, built by the same helper.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ from typing import Any, overload
 from aiokafka.producer.message_accumulator import BatchBuilder
 from aiokafka.record import default_records
 
-from aa.kafka.records import decode_batch
+from aa.kafka.records import BATCH_HEADER, compress, decode_batch, decompressed
 from aa.provenance import MIRRORED_AT, SRC, LocalStamp
 
 try:
@@ -46,6 +50,9 @@ _PyBuilder: Any = getattr(default_records, "_DefaultRecordBatchBuilderPy", None)
 _DecodedBatch: Any = default_records.DefaultRecordBatch
 
 PURE_PYTHON_ENV = "AA_PURE_PYTHON"
+
+Screen = tuple[int, bool, int, int] | None
+"""The target's limits as the helper checks them (:meth:`aa.mirror.limits.TargetLimits.screen`)."""
 
 
 def available() -> bool:
@@ -63,7 +70,7 @@ class RawBatch:
     """A fetched source batch, not decoded: ``offset`` is its first offset (at or after the
     fetch position), ``next_offset`` the one after its last, ``timestamp`` its max timestamp."""
 
-    __slots__ = ("count", "data", "next_offset", "offset", "timestamp")
+    __slots__ = ("_body", "count", "data", "next_offset", "offset", "timestamp")
 
     def __init__(self, data: Any, offset: int, next_offset: int, timestamp: int) -> None:
         self.data = data
@@ -71,6 +78,18 @@ class RawBatch:
         self.next_offset = next_offset
         self.count = next_offset - offset
         self.timestamp = timestamp
+        self._body: bytes | None = None
+
+    def body(self) -> bytes | None:
+        """A compressed batch's records decompressed (once, kept until :meth:`release`);
+        ``None`` when the batch is uncompressed (its records follow its header in ``data``)."""
+        if self._body is None:
+            self._body = decompressed(self.data)
+        return self._body
+
+    def release(self) -> None:
+        """Drop the decompressed records (re-encoded: only the fetched bytes stay held)."""
+        self._body = None
 
     def records(self) -> list[Any]:
         """Its records, decoded by aiokafka as the flow's consumer would (the record path), or
@@ -89,17 +108,30 @@ def next_offset(records: Sequence[Any]) -> int:
     return last.next_offset if type(last) is RawBatch else int(last.offset) + 1
 
 
+def from_offset(records: list[Any], offset: int) -> list[Any]:
+    """A fetched list from ``offset`` on: a :class:`RawBatch` wholly before it dropped, one
+    across it decoded (its records from there)."""
+    out: list[Any] = []
+    for r in records:
+        if r.offset >= offset:
+            out.append(r)
+        elif type(r) is RawBatch and r.next_offset > offset:
+            out.extend(x for x in r.records() if x.offset >= offset)
+    return out
+
+
 def record_count(records: Sequence[Any]) -> int:
     return sum(r.count if type(r) is RawBatch else 1 for r in records)
 
 
 def fetched_bytes(records: Sequence[Any]) -> int:
-    """A fetched list's bytes: a :class:`RawBatch` by its size as fetched (at least its
-    records' key and value bytes), a decoded record by its key and value bytes."""
+    """A fetched list's bytes: a :class:`RawBatch` by its size as fetched, or decompressed
+    where it was (at least its records' key and value bytes), a decoded record by its key and
+    value bytes."""
     n = 0
     for r in records:
         if type(r) is RawBatch:
-            n += len(r.data)
+            n += len(r.data) if r._body is None else len(r._body)
         else:
             key, value = r.key, r.value
             n += (len(key) if key is not None else 0) + (len(value) if value is not None else 0)
@@ -192,7 +224,19 @@ def crc_ok(batch: Any) -> bool:
 
 
 class _Records(_PyBuilder or object):  # type: ignore[misc]  # aiokafka is untyped
-    """aiokafka's pure-Python record batch builder, its CRC taken by the helper."""
+    """aiokafka's pure-Python record batch builder, its CRC taken by the helper, compressing as
+    its C builder (the record path's) does: always, where the pure-Python one sends a batch
+    uncompressed when compression saves nothing."""
+
+    def _maybe_compress(self) -> bool:
+        codec_id = self._compression_type
+        if not codec_id:
+            return False
+        buf = self._buffer
+        records = compress(codec_id, bytes(buf[BATCH_HEADER:]))
+        del buf[BATCH_HEADER:]
+        buf += records
+        return True
 
     def _write_header(self, use_compression_type: bool = True) -> None:
         buf = self._buffer
@@ -271,7 +315,7 @@ def append(
     stamp: Stamp,
     post: bytes,
     mark: bytes,
-    screen: tuple[int, bool, int, int] | None,
+    screen: Screen,
 ) -> tuple[int, int] | None:
     """Append ``raw``'s records from ``start`` to ``builder`` (``n`` records in it already):
     ``(records written, their key and value bytes)``, fewer than the rest when the batch is
@@ -279,7 +323,7 @@ def append(
     inner = builder._builder
     got = _helper.restamp(
         raw.data, start, inner._buffer, n, inner._first_timestamp, inner._max_timestamp,
-        inner._batch_size, stamp.pre, stamp.prefix, post, mark, screen,
+        inner._batch_size, stamp.pre, stamp.prefix, post, mark, screen, raw.body(),
     )  # fmt: skip
     if got is None:
         return None

@@ -31,6 +31,7 @@ from aa.mirror.restamp import (
     Held,
     RawBatch,
     RawBuilder,
+    Screen,
     Stamp,
     append,
     encode_header,
@@ -173,24 +174,16 @@ class Forwarder:
                     if not await self._records(pending, run, loose, skipped):
                         return  # a refused record stopped the flow
                     loose = []
-                if await self._restamp(pending, run, item, stamp, post, screen):
+                if self._restamp(run, item, stamp, post, screen):
                     continue
             loose.extend(item.records())
         if loose:
             await self._records(pending, run, loose, skipped)
 
-    async def _restamp(
-        self,
-        pending: Pending,
-        run: _Run,
-        raw: RawBatch,
-        stamp: Stamp,
-        post: bytes,
-        screen: tuple[int, bool, int, int] | None,
-    ) -> bool:
+    def _restamp(self, run: _Run, raw: RawBatch, stamp: Stamp, post: bytes, screen: Screen) -> bool:
         """``raw`` re-encoded into the open batch of its partition (new batches as they fill);
-        false when the batch path does not take it, or a record-path batch is open there
-        (nothing was written)."""
+        false (nothing written) when the batch path does not take it, or a record-path batch is
+        open there."""
         p = run.tp.partition
         start = 0
         while True:
@@ -205,6 +198,7 @@ class Forwarder:
             builder, held = slot[0], slot[1]
             got = append(builder, raw, start, len(held), stamp, post, self._marks[slot[3]], screen)
             if got is None:
+                raw.release()
                 return False
             written, nbytes = got
             held.add(raw, start, start + written)
@@ -212,6 +206,8 @@ class Forwarder:
             run.nbytes += nbytes
             start += written
             if start >= raw.count:
+                raw.release()
+                self.ctx.metrics.batch_path.labels(**self.ctx.labels, topic=run.tp.topic).inc()
                 return True
             self._seal(slot, run.target, p, run.tp)
             del run.open[p]

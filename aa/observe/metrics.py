@@ -54,6 +54,12 @@ class Metrics:
             "Offsets the source deleted (retention, deleteRecords) before the flow copied them",
             TOPIC,
         )
+        self.batch_path = counter(
+            "aa_batch_path_batches",
+            "Source record batches re-encoded whole by the batch path (not decoded record by "
+            "record)",
+            TOPIC,
+        )
         self.dead_lettered = counter(
             "aa_records_dead_lettered", "Records routed to the dead-letter topic, by reason", REASON
         )

@@ -77,15 +77,19 @@ class OriginOnlyRouter:
         return provenance.with_provenance(headers, p.forwarded(self.source, self.target, ref))
 
 
-def topology_flow(sf: str, nyc: str, topic: str, extra: str = "") -> tuple[FlowSettings, Any]:
+def topology_flow(
+    sf: str, nyc: str, topic: str, extra: str = "", *, names: tuple[str, str] = ("SF", "NYC")
+) -> tuple[FlowSettings, Any]:
     """The real SF->NYC flow of a topology copying ``topic`` (router included: the batch path),
-    ``extra`` YAML added to the topology."""
+    ``extra`` YAML added to the topology; ``names`` for DC names unique to a test (exactly-once:
+    the transactional id is per flow, and tests share brokers)."""
+    a, b = names
     t = read_yaml(
-        f"datacenters:\n  SF: {{bootstrap: '{sf}'}}\n  NYC: {{bootstrap: '{nyc}'}}\n"
-        f"flows: [SF->NYC]\ntopics: ['{topic}']\n{extra}"
+        f"datacenters:\n  {a}: {{bootstrap: '{sf}'}}\n  {b}: {{bootstrap: '{nyc}'}}\n"
+        f"flows: [{a}->{b}]\ntopics: ['{topic}']\n{extra}"
         "heartbeats: {enabled: false}\ncheckpoints: {enabled: false}\n"
     )
-    [(settings, router)] = build_flows(t, t.inbound("NYC"))
+    [(settings, router)] = build_flows(t, t.inbound(b))
     return settings, router
 
 

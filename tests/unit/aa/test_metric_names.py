@@ -19,6 +19,7 @@ EXPORTED = {
     "aa_records_skipped": ("counter", (*TOPIC, "reason")),
     "aa_records_expired": ("counter", TOPIC),
     "aa_records_dead_lettered": ("counter", (*TOPIC, "reason")),
+    "aa_batch_path_batches": ("counter", TOPIC),
     "aa_replication_latency_seconds": ("histogram", FLOW),
     "aa_partition_records_replicated": ("counter", PARTITION),
     "aa_partition_bytes_replicated": ("counter", PARTITION),

@@ -70,14 +70,17 @@ class _Placement:
 class _Target:
     """Keeps what is submitted; every send is acknowledged at once."""
 
-    def __init__(self, batch_size: int, mark: bool) -> None:
+    def __init__(self, batch_size: int, mark: bool, codec: int | None) -> None:
         self.batch_size = batch_size
+        self.fixed = codec
+        self.codecs: dict[TopicPartition, int] = {}
         self.marks = [[batch_mark("NYC", 99)] if mark else []]
         self.sent: list[tuple[Any, str, int]] = []
         self.dead: list[tuple[int, str]] = []
 
     def codec(self, source: TopicPartition) -> int:
-        return 0
+        """``compression: source`` (the default) unless a codec is fixed, as Target.codec."""
+        return self.codecs.get(source, 0) if self.fixed is None else self.fixed
 
     def new_batch(self, limits: Any, codec: int) -> BatchBuilder:
         return BatchBuilder(self.batch_size, codec)
@@ -117,6 +120,7 @@ def copy(
     mark: bool,
     limits: Any,
     on_error: str = "fail",
+    codec: int | None = None,
 ) -> dict[str, Any]:
     """One fetched partition through the flow's consumer decoding and Forwarder."""
     fetched.install()
@@ -127,22 +131,24 @@ def copy(
     )
     records = list(fetch)
     raw_batches = sum(type(r) is restamp.RawBatch for r in records)
-    target = _Target(batch_size, mark)
+    target = _Target(batch_size, mark, codec)
+    target.codecs = lean.codecs
     s = FlowSettings("SF", "NYC", {}, {}, "g", on_error=on_error)
     ctx = stage_context(s, _router())
     forwarder = Forwarder(ctx, _Placement(limits), target, lambda tp, offset: None)  # type: ignore[arg-type]
     loop = asyncio.new_event_loop()
-    try:
-        with mock.patch("aa.mirror.route.time.time", return_value=1_795_474_068.385):
-            pending = loop.run_until_complete(forwarder.forward({TP: records}))
-    finally:
-        loop.close()
     built = []
-    for builder, topic, partition in target.sent:
-        if builder is None:
-            continue  # a dead letter
-        builder._set_producer_state(5, 1, 100)
-        built.append((topic, partition, builder.record_count(), bytes(builder._build())))
+    # the clock fixed while building too: gzip writes the time into its header
+    with mock.patch("aa.mirror.route.time.time", return_value=1_795_474_068.385):
+        try:
+            pending = loop.run_until_complete(forwarder.forward({TP: records}))
+        finally:
+            loop.close()
+        for builder, topic, partition in target.sent:
+            if builder is None:
+                continue  # a dead letter
+            builder._set_producer_state(5, 1, 100)
+            built.append((topic, partition, builder.record_count(), bytes(builder._build())))
     return {
         "built": built,
         "held": [[r.offset for r in held] for _, held, _, _ in pending.sends],
@@ -244,9 +250,24 @@ def test_a_fetch_position_inside_a_batch_decodes_that_batch() -> None:
     assert out["fetch_position"] == 26
 
 
-def test_compressed_batches_take_the_record_path() -> None:
-    blob = source_batch(0, EDGES, compression=1)  # gzip
-    assert same_both_ways(blob)["raw_batches"] == 0
+CODECS = {"gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
+
+
+@pytest.mark.parametrize("name", CODECS)
+def test_compressed_batches_take_the_batch_path_and_keep_their_codec(name: str) -> None:
+    """Decompressed once, re-encoded, compressed once in the source's codec (compression:
+    source), byte for byte as the record path writes them, split across target batches too."""
+    codec = CODECS[name]
+    blob = source_batch(0, EDGES, compression=codec) + source_batch(8, EDGES, compression=codec)
+    out = same_both_ways(blob, batch_size=16 * 1024)
+    assert out["raw_batches"] == 2
+    assert out["copied"] == {"t": 2 * len(EDGES)}
+    assert len(out["built"]) > 1
+    for _, _, _, built in out["built"]:
+        assert built[22] & 0x07 == codec  # every target batch in the source's codec
+    uncompressed = same_both_ways(blob, batch_size=16 * 1024, codec=0)
+    assert uncompressed["raw_batches"] == 2
+    assert {b[3][22] & 0x07 for b in uncompressed["built"]} == {0}
 
 
 _header = st.tuples(
@@ -262,20 +283,28 @@ _record = st.tuples(
 )
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     batches_=st.lists(st.lists(_record, min_size=1, max_size=12), min_size=1, max_size=4),
     base=st.integers(min_value=0, max_value=2**50),
     batch_size=st.sampled_from([1024, 8192, 512 * 1024]),
+    source_codecs=st.lists(st.sampled_from([0, 1, 2, 3, 4]), min_size=4, max_size=4),
+    target_codec=st.sampled_from([None, 0, 1, 2, 3, 4]),
 )
 def test_generated_batches_match_byte_for_byte(
-    batches_: list[list[Rec]], base: int, batch_size: int
+    batches_: list[list[Rec]],
+    base: int,
+    batch_size: int,
+    source_codecs: list[int],
+    target_codec: int | None,
 ) -> None:
+    """Every codec (none, gzip, snappy, lz4, zstd) on either side: ``None`` keeps the
+    source's."""
     blob, at = b"", base
-    for records in batches_:
-        blob += source_batch(at, records)
+    for records, codec in zip(batches_, source_codecs, strict=False):
+        blob += source_batch(at, records, compression=codec)
         at += len(records)
-    same_both_ways(blob, fetch_offset=base, batch_size=batch_size)
+    same_both_ways(blob, fetch_offset=base, batch_size=batch_size, codec=target_codec)
 
 
 def test_aa_pure_python_switches_the_batch_path_off(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -322,3 +351,16 @@ def test_kafka_3_9_default_timestamp_limits_do_not_overflow_the_batch_path() -> 
     out = same_both_ways(source_batch(0, EDGES), limits=limits)
     assert out["raw_batches"] == 1
     assert out["copied"] == {"t": len(EDGES)}
+
+
+def test_exactly_once_admits_a_raw_batch_from_its_next_offset() -> None:
+    """Exactly-once drops what it copied already (``ExactlyOnce.admit``): a raw batch wholly
+    before the next offset is dropped, one across it decoded from there, later ones kept."""
+    first, second = source_batch(0, EDGES), source_batch(8, EDGES)
+    raws = [restamp.RawBatch(memoryview(b), at, at + 8, TS) for b, at in ((first, 0), (second, 8))]
+    assert restamp.from_offset(raws, 0) == raws
+    assert restamp.from_offset(raws, 8) == raws[1:]
+    across = restamp.from_offset(raws, 11)
+    assert [r.offset for r in across] == list(range(11, 16))
+    assert restamp.next_offset(across) == 16
+    assert restamp.from_offset(raws, 16) == []
