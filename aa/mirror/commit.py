@@ -19,7 +19,7 @@ from aa.mirror.context import StageContext
 from aa.mirror.memory import InFlightBytes, MemoryBudget
 from aa.mirror.pending import Batch, Pending
 from aa.mirror.restamp import fetched_bytes
-from aa.mirror.settle import Settler
+from aa.mirror.settle import Settler, syncs_failed
 from aa.mirror.target import Target
 
 
@@ -41,6 +41,10 @@ class Committer:
         """Settled source offsets not yet made durable."""
         self.task: asyncio.Task[None] | None = None
         """The running :meth:`loop` (set by the flow), watched by :meth:`drain`."""
+        self._waiting: asyncio.Timeout | None = None
+        """The loop's wait for its next batch, cut short when an offset sync fails."""
+        if ctx.clients.syncs is not None:
+            ctx.clients.syncs.on_failure = self._sync_failed
 
     async def room_for_a_fetch(self) -> None:
         """Wait, before the flow takes its next fetch from the consumer, until the in-flight
@@ -75,12 +79,15 @@ class Committer:
         the offset-sync runs that fall due (the tail of a run, copied while the flow idles)."""
         last = time.monotonic()
         while True:
+            syncs_failed(self.ctx)  # an idle flow stops too: no batch may come to settle
             try:
-                async with asyncio.timeout(self._until_syncs_due()):
+                async with asyncio.timeout(self._until_syncs_due()) as self._waiting:
                     pending = await self.queue.get()
             except TimeoutError:
                 await self._flush_syncs(due_only=True)
                 continue
+            finally:
+                self._waiting = None
             try:
                 if pending is None:
                     await self.commit(final=True)
@@ -94,6 +101,12 @@ class Committer:
                     last = now
             finally:
                 self.queue.task_done()
+
+    def _sync_failed(self) -> None:
+        """An offset sync failed: end the loop's wait, so the failure stops the flow even when
+        no batch comes to settle."""
+        if self._waiting is not None:
+            self._waiting.reschedule(asyncio.get_running_loop().time())
 
     def _until_syncs_due(self) -> float | None:
         """Seconds until an open offset-sync run falls due (``None``: none is unwritten)."""

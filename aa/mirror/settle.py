@@ -80,13 +80,7 @@ class Settler:
         assert syncs is not None
         if meta.partition != tp.partition or target != self.ctx.router.target_topic(tp.topic):
             return
-        if syncs.failed:  # an ACL's refusal among them is said as such by the flow
-            raise FlowError(
-                f"{s.name}: writing offset syncs to {syncs.topic} in "
-                f"{s.target} failed: {syncs.last_error!r}",
-                kind="offset-sync",
-                retriable=True,
-            )
+        syncs_failed(self.ctx)
         waited = 0.0
         while True:
             try:
@@ -173,3 +167,16 @@ class Settler:
             kind=kind,
             retriable=False,
         ) from exc
+
+
+def syncs_failed(ctx: StageContext) -> None:
+    """Raise when an offset sync of the flow failed (an ACL's refusal among them is said as
+    such by the flow): a lost sync stops the flow, idle or copying."""
+    s, syncs = ctx.settings, ctx.clients.syncs
+    if syncs is not None and syncs.failed:
+        raise FlowError(
+            f"{s.name}: writing offset syncs to {syncs.topic} in "
+            f"{s.target} failed: {syncs.last_error!r}",
+            kind="offset-sync",
+            retriable=True,
+        )

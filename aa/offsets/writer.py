@@ -123,6 +123,8 @@ class OffsetSyncWriter:
         self.failed = 0
         self.last_error: BaseException | None = None
         """The broker's error behind the last failed sync (logged too; the flow names it)."""
+        self.on_failure: Callable[[], None] | None = None
+        """Called when a sync fails (the flow's commit loop, so an idle flow stops too)."""
         self.topic_ids: Mapping[str, str] = {}
         """Source topic -> Kafka's id of the incarnation copied, as far as the flow's delivery
         learned them; each sync is written with its topic's id once known."""
@@ -268,6 +270,8 @@ class OffsetSyncWriter:
                 _log.error(
                     "offset_sync_write_failed", topic=self.topic, error=repr(self.last_error)
                 )
+            if self.on_failure is not None:
+                self.on_failure()
 
 
 def _each(records: Iterable[Any]) -> Iterator[tuple[int, int]]:

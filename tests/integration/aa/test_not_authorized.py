@@ -120,8 +120,8 @@ async def test_offset_sync_topic_the_mirror_may_not_write_stops_the_flow_once(
     settings = sf_to_nyc(sf, nyc, unique_name("g"), linger_ms=0, offset_sync_topic=syncs)
 
     async def copied_then_more() -> None:
-        # the syncs of a batch are written once it is copied, and their failure is seen when
-        # the flow settles its next batch (a lost sync makes translation lag, never lead)
+        # the syncs of a batch are written after it is copied (within the flush interval);
+        # their failure stops the flow whether or not another batch comes to settle
         await consume_all(nyc, topic, count=N, timeout=60)
         await produce(sf, topic, [Rec(b"k", b"more")])
 

@@ -8,6 +8,8 @@ records went by key hash while running, and after a restart *every* record of th
 
 from __future__ import annotations
 
+import asyncio
+import time
 import uuid
 from collections.abc import Callable
 
@@ -18,11 +20,17 @@ from aa.admin import ClusterAdmin
 from aa.config import Topology, read_yaml
 from aa.mirror.build import build_flows
 from aa.mirror.settings import FlowSettings
-from aa.offsets.store import OffsetSyncStore
+from aa.offsets.store import OffsetSyncStore, Position
 from aa.policy import FlowRouter
 from aa.provenance import SRC
 from tests.conftest import DcCluster
-from tests.helpers.kafka import Rec, consume_all, create_topic, produce, wait_for_partitions
+from tests.helpers.kafka import (
+    Rec,
+    consume_all,
+    create_topic,
+    produce,
+    wait_for_partitions,
+)
 from tests.helpers.mirror import running_flow
 
 pytestmark = pytest.mark.integration
@@ -65,12 +73,26 @@ async def _copies_keep_their_partition(
         _, _, part, offset = dict(r.headers)[SRC].decode().rsplit("/", 3)
         assert int(part) == r.partition, f"source partition {part} landed in {r.partition}"
         landed[(r.partition, int(offset))] = r.offset
-    store = await OffsetSyncStore(settings.source, settings.target).load(
-        settings.sync_topic, settings.target_client
-    )
-    for (p, offset), target in sorted(landed.items()):
-        pos = store.translate(topic, p, offset)
-        assert (pos.offset, pos.exactness) == (target, "exact"), (p, offset, pos)
+
+    async def inexact() -> list[tuple[int, int, Position]]:
+        """The copied source offsets whose translation is not their copy's offset, exact."""
+        store = await OffsetSyncStore(settings.source, settings.target).load(
+            settings.sync_topic, settings.target_client
+        )
+        answers = {(p, o): store.translate(topic, p, o) for p, o in landed}
+        return [
+            (p, o, pos)
+            for (p, o), pos in sorted(answers.items())
+            if (pos.offset, pos.exactness) != (landed[(p, o)], "exact")
+        ]
+
+    # a running flow writes a run's syncs within the flush interval after its copies: until
+    # then translation of the newest copies is behind (read again), which is not the defect
+    deadline, left = time.monotonic() + 60, await inexact()
+    while left and time.monotonic() < deadline:
+        await asyncio.sleep(0.5)
+        left = await inexact()
+    assert not left, f"{len(left)} copied offsets not translated exactly: {left[:5]}"
 
 
 async def test_source_grown_while_running_grows_the_target_dcs_own_topic(
