@@ -136,12 +136,17 @@ def start_local_clusters(
         )
         for i, name in enumerate(names)
     ]
+    launch_local_clusters(specs)
+    return specs
+
+
+def launch_local_clusters(specs: list[devcluster.DevCluster]) -> None:
+    """Start (or restart, keeping their data) ``specs``; returns once each answers."""
     # `up` runs its own event loop; from inside an async test, give it a thread of its own.
     # A broker that exits fails at once; one that is alive but slow (a loaded machine: JVMs of
     # several sessions starting at once took over 90 s) is waited for.
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         pool.submit(devcluster.up, specs, heap="384m", timeout=BROKER_START_S).result()
-    return specs
 
 
 @pytest.fixture(scope="session")

@@ -8,7 +8,6 @@ source topic), lost (an offset with no copy), duplicated (extra copies).
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
 import os
 import re
@@ -24,6 +23,7 @@ import orjson
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
 from aa.dev import cluster as devcluster
+from tests.conftest import launch_local_clusters
 from tests.helpers.tcp_proxy import TcpProxy
 
 REPORT_ENV = "AA_DRILL_REPORT"
@@ -72,9 +72,7 @@ def proxied_dc(name: str, root: Path, proxy: TcpProxy, ports: list[int]) -> Prox
 
 def start_brokers(clusters: list[devcluster.DevCluster]) -> None:
     """Start (or restart, keeping their data) ``clusters``; returns once each answers."""
-    # `up` runs its own event loop; from inside an async test, give it a thread of its own.
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        pool.submit(devcluster.up, clusters, heap="384m").result()
+    launch_local_clusters(clusters)
 
 
 async def restart_broker(c: devcluster.DevCluster) -> None:

@@ -144,6 +144,11 @@ async def test_drill_convergence_under_faults(
             await asyncio.sleep(rng.uniform(0.5, 2.0))
             procs[dc].kill9()
             procs[dc] = AaProcess(args[dc], tmp_path / f"aa-{dc}.log")
+        # the bounce comes once every mirror runs (a scrape of the process running now): `aa
+        # run` refuses to start while a DC of its flows does not answer, and on a loaded machine
+        # the restarted processes were still starting when LON went down (all three exited)
+        for dc in DCS:
+            await watches[dc].until(lambda s: True, timeout=180, message=f"{dc}'s mirror serving")
         running["LON"].clear()
         failed = {dc: _lag_read_failures(watches[dc].last) for dc in ("SF", "NYC")}
         await drill.stop_broker(clusters["LON"])

@@ -25,6 +25,7 @@ from aiokafka.admin import AIOKafkaAdminClient, RecordsToDelete
 from aa.checkpoints.task import read_checkpoints
 from aa.dev import cluster as devcluster
 from aa.offsets.groups import group_offsets
+from tests.conftest import launch_local_clusters
 from tests.helpers.cli import aa_cli
 from tests.helpers.kafka import Rec, consume_all, create_topic, eventually, produce
 from tests.helpers.processes import AaProcess, write_topology
@@ -45,9 +46,13 @@ def _recs(tag: str, n: int, ts: int) -> list[Rec]:
 
 
 async def _consume_group(
-    bootstrap: str, group: str, topic: str, *, idle_s: float = 3.0
+    bootstrap: str, group: str, topic: str, *, timeout: float = 120.0
 ) -> list[Any]:
-    """Read with ``group`` from its committed offsets until nothing new for ``idle_s``; commit."""
+    """Read with ``group`` from its committed offsets to the end of each partition; commit.
+
+    The end is the log end when reading starts (nothing is written meanwhile): "until nothing
+    new for a while" once read 0 records, the group's coordinator not yet answering on a loaded
+    machine while the reads came back empty."""
     consumer = AIOKafkaConsumer(
         bootstrap_servers=bootstrap,
         group_id=group,
@@ -59,12 +64,12 @@ async def _consume_group(
     try:
         tps = [TopicPartition(topic, p) for p in range(2)]
         consumer.assign(tps)
-        idle = 0.0
-        while idle < idle_s:
+        ends = await consumer.end_offsets(tps)
+        deadline = time.monotonic() + timeout
+        while [tp for tp in tps if await consumer.position(tp) < ends[tp]]:
+            assert time.monotonic() < deadline, f"{group} read {len(out)} records of {topic}"
             batch = await consumer.getmany(timeout_ms=500)
-            got = [r for rs in batch.values() for r in rs]
-            out += got
-            idle = 0.0 if got else idle + 0.5
+            out += [r for rs in batch.values() for r in rs]
         await consumer.commit()
     finally:
         await consumer.stop()
@@ -253,7 +258,7 @@ async def test_failover_and_failback_drill(
 
         # NYC takes new writes; SF comes back; only the NYC->SF resync runs for now
         await produce(nyc, topic, _recs("p3", 1000, PHASE2_TS + 200_000))
-        await asyncio.to_thread(devcluster.up, [sf_c], heap="384m")
+        await asyncio.to_thread(launch_local_clusters, [sf_c])
         run_sf = AaProcess(
             ["run", "--config", cfg, "--dc", "SF", "--metrics-port", "0"], tmp_path / "sf2.log"
         )

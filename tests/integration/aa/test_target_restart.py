@@ -17,7 +17,7 @@ from aa.dev import cluster as devcluster
 from aa.mirror.settings import FlowSettings
 from aa.mirror.supervisor import Backoff, Supervisor
 from aa.observe.metrics import Metrics
-from tests.conftest import DcCluster
+from tests.conftest import DcCluster, launch_local_clusters
 from tests.helpers.kafka import Rec, consume_all, create_topic, produce
 from tests.helpers.mirror import OriginOnlyRouter, exact
 
@@ -66,7 +66,7 @@ async def test_target_broker_restart_is_ridden_out_without_restart_or_duplicates
     try:
         await consume_all(target.bootstrap, topic, count=500, timeout=90)
         await asyncio.to_thread(devcluster.stop, target)  # the target's leader goes away
-        await asyncio.to_thread(devcluster.up, [target], heap="384m")
+        await asyncio.to_thread(launch_local_clusters, [target])
         stop_stream.set()
         await writer
         got = await consume_all(target.bootstrap, topic, count=sent, timeout=180, settle=3.0)
