@@ -18,11 +18,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from aiokafka import AIOKafkaProducer
+from aiokafka.partitioner import DefaultPartitioner
 from pyspark.sql import functions as F
 
 from aa.config import Datacenter, client_kwargs
+from aa.kafka.producers import producer_id
 from aa.logs import get_logger
-from aa.provenance import LOCAL, SourceRef, strip
+from aa.provenance import LOCAL, SourceRef, batch_mark, strip
+from spark_reconcile.errors import ReconcileError
 from spark_reconcile.plan import ReadPlan
 
 
@@ -68,41 +71,52 @@ async def publish(
     datacenters: Mapping[str, Datacenter], records: Iterable[RepairRecord], batch: int = 1000
 ) -> Counter[str]:
     """Produce ``records`` to their target DCs (acks=all, idempotent producers); returns the
-    number published per ``target/topic``."""
-    producers: dict[str, Any] = {}
+    number published per ``target/topic``. Each record is a batch of its own carrying the
+    producer's ``aa-batch`` mark, as a mirror's batch does: the flows reading the target
+    believe provenance only in batches a mirror marked (:mod:`aa.kafka.fetched`), so an
+    unmarked repaired copy would be carried on as the target's own write."""
+    producers: dict[str, tuple[Any, tuple[str, bytes]]] = {}
     done: Counter[str] = Counter()
     pending: list[Any] = []
     try:
         for rec in records:
-            producer = producers.get(rec.target)
-            if producer is None:
-                producer = AIOKafkaProducer(
-                    acks="all",
-                    enable_idempotence=True,
-                    linger_ms=5,
-                    **client_kwargs(datacenters[rec.target]),
-                )
-                await producer.start()
-                producers[rec.target] = producer
-            pending.append(
-                await producer.send(
-                    rec.topic,
-                    key=rec.key,
-                    value=rec.value,
-                    headers=rec.headers,
-                    partition=rec.partition,
-                    timestamp_ms=rec.ts,
-                )
-            )
+            if rec.target not in producers:
+                producers[rec.target] = await _started(datacenters[rec.target])
+            producer, mark = producers[rec.target]
+            one = producer.create_batch()
+            one.append(key=rec.key, value=rec.value, timestamp=rec.ts, headers=[*rec.headers, mark])
+            partition = rec.partition
+            if partition is None:
+                partition = await _partition_for(producer, rec.topic, rec.key)
+            pending.append(await producer.send_batch(one, rec.topic, partition=partition))
             done[f"{rec.target}/{rec.topic}"] += 1
             if len(pending) >= batch:
                 await asyncio.gather(*pending)
                 pending.clear()
         await asyncio.gather(*pending)
     finally:
-        for producer in producers.values():
+        for producer, _ in producers.values():
             await producer.stop()
     return done
+
+
+async def _started(dc: Datacenter) -> tuple[Any, tuple[str, bytes]]:
+    """A started idempotent producer for ``dc`` and its ``aa-batch`` mark there (the broker
+    gives an idempotent producer its id as it starts)."""
+    producer = AIOKafkaProducer(acks="all", enable_idempotence=True, **client_kwargs(dc))
+    await producer.start()
+    pid = producer_id(producer)
+    if pid is None:
+        await producer.stop()
+        raise ReconcileError(f"DC {dc.name}: the repair's producer got no producer id")
+    return producer, batch_mark(dc.name, pid)
+
+
+async def _partition_for(producer: Any, topic: str, key: bytes | None) -> int:
+    """The partition the producer's own partitioner would choose for ``key``."""
+    every = sorted(await producer.partitions_for(topic))
+    available = list(producer.client.cluster.available_partitions_for_topic(topic) or ())
+    return int(DefaultPartitioner()(key, every, available))
 
 
 def repair(

@@ -15,6 +15,7 @@ from aiokafka.errors import KafkaTimeoutError, UnknownTopicOrPartitionError
 from aiokafka.partitioner import murmur2
 from aiokafka.producer.message_accumulator import BatchBuilder
 
+from aa.kafka.producers import producer_id
 from aa.kafka.records import CODECS, printable
 from aa.mirror.context import StageContext
 from aa.mirror.errors import FlowError, aiokafka_part
@@ -87,9 +88,8 @@ def _own_topics(s: FlowSettings) -> list[str]:
 def _batch_mark(producer: AIOKafkaProducer, target: str) -> list[tuple[str, bytes]]:
     """The mark as a header list; empty if the producer has no id (a mirror producer is
     idempotent, so once started it has one)."""
-    manager = getattr(producer, "_txn_manager", None)
-    pid = getattr(manager, "producer_id", None)
-    return [batch_mark(target, pid)] if isinstance(pid, int) and pid >= 0 else []
+    pid = producer_id(producer)
+    return [batch_mark(target, pid)] if pid is not None else []
 
 
 def abandon(producer: AIOKafkaProducer, exc: BaseException) -> None:
