@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from typing import Any
 
 import orjson
 import pytest
@@ -268,21 +269,8 @@ async def test_lag_export_stamps_each_flow_it_read_and_not_the_one_whose_source_
     beside them is what tells a dashboard (and the catch-up line) that they are stale."""
     from aa import background
     from aa.config import read_yaml
-    from aa.lag import PartitionLag
 
-    class HalfDownReader:
-        def __init__(self, topology: object) -> None:
-            self.topology = topology
-
-        async def flow_lag(self, flow: object) -> list[PartitionLag]:
-            if flow.source == "LON":
-                raise KafkaConnectionError("LON is down")
-            return [PartitionLag("SF->NYC", "orders", 0, 10, 3, 1.0)]
-
-        async def close(self) -> None:
-            return None
-
-    monkeypatch.setattr(background, "LagReader", HalfDownReader)
+    monkeypatch.setattr(background, "LagReader", _half_down_reader({}))
     topology = read_yaml(
         "datacenters: {SF: '127.0.0.1:1', NYC: '127.0.0.1:2', LON: '127.0.0.1:3'}\n"
         "flows: ['SF->NYC', 'LON->NYC']\n"
@@ -295,6 +283,27 @@ async def test_lag_export_stamps_each_flow_it_read_and_not_the_one_whose_source_
     page = metrics.render().decode()
     assert 'aa_committed_lag_read_timestamp_seconds{source="SF",target="NYC"}' in page
     assert 'source="LON"' not in page
+
+
+def _half_down_reader(reads: dict[str, int]) -> type:
+    """A lag reader class whose flows from LON fail (LON is down); ``reads`` counts the reads
+    per flow."""
+    from aa.lag import PartitionLag
+
+    class HalfDownReader:
+        def __init__(self, topology: object) -> None:
+            self.topology = topology
+
+        async def flow_lag(self, flow: Any) -> list[PartitionLag]:
+            reads[flow.name] = reads.get(flow.name, 0) + 1
+            if flow.source == "LON":
+                raise KafkaConnectionError("LON is down")
+            return [PartitionLag("SF->NYC", "orders", 0, 10, 3, 1.0)]
+
+        async def close(self) -> None:
+            return None
+
+    return HalfDownReader
 
 
 def _state(sup: Supervisor, task: str) -> str | None:
@@ -336,25 +345,10 @@ async def test_a_flow_whose_lag_cannot_be_read_leaves_the_other_flows_lag_fresh(
     from aa import background
     from aa.background import background_tasks
     from aa.config import read_yaml
-    from aa.lag import PartitionLag
     from aa.mirror.build import build_flows
 
     reads = {"SF->NYC": 0, "LON->NYC": 0}
-
-    class HalfDownReader:
-        def __init__(self, topology: object) -> None:
-            self.topology = topology
-
-        async def flow_lag(self, flow: object) -> list[PartitionLag]:
-            reads[flow.name] += 1  # type: ignore[attr-defined]
-            if flow.source == "LON":  # type: ignore[attr-defined]
-                raise KafkaConnectionError("LON is down")
-            return [PartitionLag("SF->NYC", "orders", 0, 10, 3, 1.0)]
-
-        async def close(self) -> None:
-            return None
-
-    monkeypatch.setattr(background, "LagReader", HalfDownReader)
+    monkeypatch.setattr(background, "LagReader", _half_down_reader(reads))
     topology = read_yaml(
         "datacenters: {SF: '127.0.0.1:1', NYC: '127.0.0.1:2', LON: '127.0.0.1:3'}\n"
         "flows: ['SF->NYC', 'LON->NYC']\n"
