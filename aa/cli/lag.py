@@ -9,7 +9,7 @@ from typing import Any
 
 import orjson
 
-from aa.cli.options import flow_option, topology_command
+from aa.cli.options import topology_command
 from aa.cli.reach import require_reachable
 from aa.config import load_config
 from aa.errors import AaError
@@ -46,7 +46,6 @@ def format_lag(rows: list[PartitionLag]) -> str:
 
 async def all_lag(config: Path, only: str | None) -> list[PartitionLag]:
     topology = load_config(config)
-    only = flow_option(only, topology)
     names = [f.name for f in topology.flows]
     if only is not None and only not in names:
         raise AaError(f"--flow {only}: no such flow; flows: {', '.join(names)}")

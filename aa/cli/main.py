@@ -110,6 +110,20 @@ def _log_level(args: argparse.Namespace) -> str | None:
     return level
 
 
+def _check_flow(args: argparse.Namespace) -> None:
+    """Every command's ``--flow``: a value the shell cut at ``>`` is named with the fix."""
+    from aa.cli.options import flow_option
+    from aa.config import load_config
+
+    if not isinstance(getattr(args, "flow", None), str):
+        return
+    try:
+        topology = load_config(args.config) if getattr(args, "config", None) else None
+    except AaError:
+        topology = None  # the command reports it itself
+    flow_option(args.flow, topology)
+
+
 def _closed_pipe() -> int:
     """The reader of stdout went away: write nothing more (nor at exit), say nothing."""
     devnull = os.open(os.devnull, os.O_WRONLY)
@@ -146,6 +160,7 @@ def _main(argv: Sequence[str]) -> int:
     try:
         level = _log_level(args)
         configure(json=None if args.log_format is None else args.log_format == "json", level=level)
+        _check_flow(args)
         code: int = args.func(args)
         sys.stdout.flush()  # inside the try: a closed pipe shows here for buffered output
     except BrokenPipeError:

@@ -39,16 +39,18 @@ def group_option(p: Any, what: str = "the consumer group") -> None:
     p.add_argument("--group", required=True, metavar="GROUP", help=what)
 
 
-def flow_option(value: str | None, topology: Topology) -> str | None:
+def flow_option(value: str | None, topology: Topology | None) -> str | None:
     """A ``--flow A->B`` value, refused with the fix when the shell cut it: unquoted, ``>`` is
-    a redirection (``--flow SF->NYC`` passes ``SF-`` and writes a file named ``NYC``)."""
+    a redirection (``--flow SF->NYC`` passes ``SF-`` and writes a file named ``NYC``). Every
+    command's ``--flow`` goes through here (:func:`aa.cli.main.main`)."""
     if value is None or not value.rstrip().endswith("-"):
         return value
     source = value.rstrip()[:-1]
-    flows = [f"'{f.name}'" for f in topology.flows if f.source == source] or [
-        f"'{f.name}'" for f in topology.flows
+    flows = [f.name for f in topology.flows] if topology is not None else [f"{source}->NYC"]
+    shown = [f"'{name}'" for name in flows if name.startswith(f"{source}->")] or [
+        f"'{name}'" for name in flows
     ]
     raise AaError(
         f"--flow {value}: the shell took '>' for a redirection (and wrote what followed it into a "
-        f"file of that name): quote the flow, one of {', '.join(flows)}"
+        f"file of that name): quote the flow, one of {', '.join(shown)}"
     )

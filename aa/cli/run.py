@@ -12,7 +12,7 @@ from typing import Any
 
 from aa.background import LAG_READ_SLACK_S, BackgroundTask, background_tasks
 from aa.cli.catchup import CatchUp, catch_up_task
-from aa.cli.options import flow_option, topology_command
+from aa.cli.options import topology_command
 from aa.cli.plan import list_topics
 from aa.config import Flow, Topology, load_config
 from aa.errors import AaError
@@ -63,7 +63,7 @@ START_HINT = (
 
 def _run(args: argparse.Namespace) -> int:
     topology = load_config(args.config)
-    selected = select_flows(topology, dc=args.dc, flow=flow_option(args.flow, topology))
+    selected = select_flows(topology, dc=args.dc, flow=args.flow)
     flows = build_flows(topology, selected)  # a budget too small for them fails here, offline
     # a DC that never answered (wrong address or port, TLS or SASL refused) is one error now,
     # not a flow retrying "Unable to bootstrap" forever

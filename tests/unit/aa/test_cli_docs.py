@@ -146,9 +146,10 @@ async def test_the_documented_errors_are_the_messages_aa_prints(tmp_path: Path) 
 def test_the_exit_code_table_is_the_codes_aa_returns() -> None:
     text = (ROOT / "docs" / "cli.md").read_text()
     table = dict(re.findall(r"^\| (\d+) \| (.*) \|$", text, re.M))
-    assert set(table) == {"0", "1", "2", "130", "141"}, table
+    assert set(table) == {"0", "1", "2", "130", "141", "143"}, table
     assert cli_run.INTERRUPTED == 130
     assert cli_main.CLOSED_PIPE_EXIT == 141
+    assert cli_main.STOPPED_EXIT == 143
     assert "every flow running" in table["0"] or "every flow known to run" in table["0"]
 
 

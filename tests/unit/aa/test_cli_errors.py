@@ -126,7 +126,7 @@ def test_failover_plan_explains_every_basis_label_it_shows() -> None:
     assert "time:" not in text
 
 
-@pytest.mark.parametrize("command", [["run"], ["lag"]])
+@pytest.mark.parametrize("command", [["run"], ["lag"], ["pause"], ["limit", "--reset"]])
 def test_a_flow_cut_by_the_shell_says_to_quote_it(
     down_topology: Path, command: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:
