@@ -168,8 +168,8 @@ def render(plan: Plan, *, show_file: bool = True) -> str:
             continue
         if fp.idle:
             lines.append(
-                f"    ! no topic in {fp.flow.source} matches {', '.join(fp.idle)} (yet: a topic "
-                "created later is copied; else check the pattern)"
+                f"    ! no topic in {fp.flow.source} matches {', '.join(fp.idle)} (yet: copied "
+                "once created)"
             )
         for c in fp.copies:
             state = "new" if c.target_partitions is None else f"{c.target_partitions}p"
