@@ -12,6 +12,7 @@ left with the default.
 from __future__ import annotations
 
 import signal
+import threading
 from types import FrameType
 
 
@@ -24,5 +25,8 @@ def _raise_stopped(signum: int, frame: FrameType | None) -> None:
 
 
 def catch_sigterm() -> None:
-    """From now on, SIGTERM raises :class:`Stopped` (the main thread only: signals go there)."""
-    signal.signal(signal.SIGTERM, _raise_stopped)
+    """From now on, SIGTERM raises :class:`Stopped`. Only on the main thread, where Python runs
+    signal handlers and alone may set them: ``aa`` called on another thread (a program's worker,
+    a test) leaves the process's handlers to its main thread."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _raise_stopped)

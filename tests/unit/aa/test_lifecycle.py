@@ -3,10 +3,13 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import gc
+from pathlib import Path
 
 import pytest
 
+from aa.cli.main import main as cli_main
 from aa.lifecycle import AsyncResource
 
 pytestmark = pytest.mark.unit
@@ -58,3 +61,13 @@ async def test_a_closed_or_never_started_resource_does_not_warn() -> None:
     never = Counted()
     del closed, never
     gc.collect()  # filterwarnings = error: a warning here would fail the test
+
+
+def test_aa_called_on_a_worker_thread_runs_its_command(tmp_path: Path) -> None:
+    """A program (or a test) may call ``aa.cli.main.main`` off the main thread: only the main
+    thread may set signal handlers, so SIGTERM is taken over there alone (it raised ValueError
+    'signal only works in main thread' before the command ran)."""
+    missing = str(tmp_path / "none.yaml")
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        code = pool.submit(cli_main, ["plan", "--config", missing]).result()
+    assert code == 2
