@@ -51,15 +51,22 @@ def _heading(d: DcStatus) -> Text:
     return head
 
 
+def _short_state(state: str) -> str:
+    """The state's word for its cell (``waiting``); the rest (``: SF unreachable since ...``) is
+    shown under the table."""
+    return state.split(":", 1)[0]
+
+
 def _table(d: DcStatus, stale_after_s: float) -> Table:
     t = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 0, 0, 1))
     for col in COLUMNS:
         t.add_column(col, justify="right" if col in RIGHT else "left", no_wrap=True)
     for f in d.flows:
         stale = (f.heartbeat_age_s or 0) > stale_after_s
+        state = _short_state(f.state)
         t.add_row(
             f.flow,
-            Text(f.state, style=STATE_STYLE.get(f.state, "yellow")),
+            Text(state, style=STATE_STYLE.get(state, "yellow")),
             _num(f.lag_records, "{:,}"),
             _num(f.lag_seconds),
             _latency(f),
@@ -75,8 +82,10 @@ def _errors(d: DcStatus) -> list[Padding]:
     indented (wrapped lines too)."""
     out: list[Text] = []
     for f in d.flows:
+        if _short_state(f.state) != f.state:
+            out.append(Text(f"{f.flow} {f.state}", style="yellow"))
         if f.last_error:
-            out.append(Text(f"{f.flow} ({f.state}): {f.last_error}", style="red"))
+            out.append(Text(f"{f.flow} ({_short_state(f.state)}): {f.last_error}", style="red"))
         for topic, why in f.failed_topics.items():
             out.append(Text(f"{f.flow} topic {topic} failed: {why}", style="red"))
         if f.paused:

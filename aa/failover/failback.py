@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
@@ -18,11 +19,14 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from aa.config import Flow, Topology, client_kwargs
 from aa.failover.plan import Move, PlanError
 from aa.failover.plans import moves_from_translation
-from aa.lag import PartitionLag, flow_lag, mirrored_partitions
+from aa.lag import PartitionLag, flow_lag, holds_heartbeats, mirrored_partitions
 from aa.lifecycle import started
 from aa.offsets.groups import group_offsets
 from aa.offsets.live import load_stores, translate_group
 from aa.policy import FlowRouter
+
+COUNT_TIMEOUT_S = 60.0
+"""How long counting one partition's records left behind may take."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +66,8 @@ async def orphans(topology: Topology, old: str, new: str) -> list[Orphans]:
     router = FlowRouter(topology, flow)
     [store] = (await load_stores(topology, [(old, new)])).values()
     client = client_kwargs(topology.datacenter(old))
-    tps = await mirrored_partitions(router, client)
+    # aa's heartbeats are not the application's records: not orphans to read in place
+    tps = await mirrored_partitions(router, client, skip=holds_heartbeats(topology))
     if not tps:
         return []
     consumer = AIOKafkaConsumer(
@@ -86,18 +91,25 @@ async def orphans(topology: Topology, old: str, new: str) -> list[Orphans]:
 async def _count_forwarded(
     consumer: AIOKafkaConsumer, router: FlowRouter, tp: TopicPartition, start: int, end: int
 ) -> int:
+    """The records of ``tp`` in ``[start, end)`` the flow forwards. Read to ``end`` whatever a
+    slow broker takes, within :data:`COUNT_TIMEOUT_S`: a fetch that answered empty once ended
+    the count early, and the report said fewer records were left behind (none, at load 50)."""
     if start >= end:
         return 0
     consumer.assign([tp])
     consumer.seek(tp, start)
     n = 0
-    while await consumer.position(tp) < end:
+    deadline = time.monotonic() + COUNT_TIMEOUT_S
+    while (at := await consumer.position(tp)) < end:
+        if time.monotonic() > deadline:
+            raise PlanError(
+                f"reading {tp.topic}/{tp.partition} to count the records left behind stopped at "
+                f"offset {at} of {end} after {COUNT_TIMEOUT_S:.0f} s: retry; nothing committed"
+            )
         batch = await consumer.getmany(tp, timeout_ms=1000)
         records = [r for r in batch.get(tp, []) if r.offset < end]
         routes = router.route_batch(tp.topic, tp.partition, records)
         n += sum(1 for r in routes if isinstance(r, list))
-        if not batch:
-            break
     return n
 
 

@@ -184,3 +184,28 @@ async def test_an_idle_flow_shows_its_heartbeats_as_heartbeats_not_as_lag(
     finally:
         writer_a.stop()
         into_b.stop()
+
+
+async def test_failback_counts_no_heartbeat_among_the_records_left_behind(
+    tmp_path: Path, dc_clusters: dict[str, DcCluster], unique_name: Callable[[str], str]
+) -> None:
+    """Issue 35, item 3: a failback's first step ("records in SF that never reached NYC")
+    listed `heartbeats/0: 2 records`: aa's heartbeats are not the application's records."""
+    from aa.failover.failback import orphans
+    from aa.heartbeat.model import Heartbeat
+
+    a, b = _dcs()
+    sf, nyc = dc_clusters["SF"].bootstrap, dc_clusters["NYC"].bootstrap
+    topic = await create_topic(sf, unique_name("orders"), partitions=1)
+    hb = await create_topic(sf, unique_name("hb"), partitions=1)
+    await produce(sf, topic, [Rec(b"k", b"v") for _ in range(3)])
+    await produce(sf, hb, [Rec(a.encode(), Heartbeat(a, 1).encode()) for _ in range(2)])
+    config = write_topology(
+        tmp_path / "t.yaml",
+        {a: sf, b: nyc},
+        flows="full-mesh",
+        topics=[topic],
+        heartbeats={"enabled": True, "topic": hb},
+    )
+    left = await orphans(load_config(config), a, b)
+    assert [(o.topic, o.records) for o in left] == [(topic, 3)], left

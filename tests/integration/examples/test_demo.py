@@ -24,14 +24,21 @@ pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow]
 
 def _run_demo(home: Path, *args: str, timeout: float = 480) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "AA_DEV_HOME": str(home), "AA_LOG_FORMAT": "console"}
-    return subprocess.run(
-        [sys.executable, "-m", examples.demo.__name__, *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=timeout,
-        check=False,
-    )
+    cmd = [sys.executable, "-m", examples.demo.__name__, *args]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        # Ctrl-C, not a kill: the demo then stops the mirrors it started in sessions of their
+        # own (killed, it left them running, retrying brokers that were gone, for hours)
+        proc.send_signal(signal.SIGINT)
+        try:
+            out, err = proc.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, err = proc.communicate()
+        pytest.fail(f"the demo ran past {timeout:.0f}s; stopped with Ctrl-C:\n{out}{err}")
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
 def test_demo_small_runs_to_the_end_and_converges(tmp_path: Path) -> None:

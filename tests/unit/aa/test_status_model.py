@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import orjson
@@ -233,7 +234,12 @@ def test_status_table_fits_80_columns_without_breaking_a_cell(tmp_path: Path) ->
         health={
             "flows": {
                 "SF->NYC": {"state": "running", "restarts": 0, "last_error": None},
-                "LON->NYC": {"state": "backoff", "restarts": 12, "last_error": error},
+                "LON->NYC": {
+                    "state": "backoff",
+                    "waiting": "LON unreachable since 2026-11-27T23:28:26Z",
+                    "restarts": 12,
+                    "last_error": error,
+                },
             },
             "catch_up": {"SF->NYC": {"remaining": 1000, "rate": 1234.5, "eta_s": 12.0}},
         },
@@ -246,10 +252,13 @@ def test_status_table_fits_80_columns_without_breaking_a_cell(tmp_path: Path) ->
     console.print(render(dcs, stale_after_s=30.0))
     text = console.export_text()
     assert "…" not in text, text
-    rows = [line for line in text.splitlines() if "->" in line and "(" not in line]
+    rows = [line for line in text.splitlines() if re.match(r"\w+->\w+  ", line)]
     assert len(rows) == 6, text  # one line per flow
-    for cell in ("no process", "LON down", "DC down", "caught up", "1,234/s ETA 12s", "12/1200ms"):
+    cells = ("no process", "LON down", "DC down", "caught up", "1,234/s ETA 12s", "12/1200ms")
+    for cell in cells:
         assert cell in text, text
+    assert re.search(r"^LON->NYC +waiting ", text, re.M), text  # the word; the rest below
+    assert "LON->NYC waiting: LON unreachable since 2026-11-27T23:28:26Z" in text, text
     shown = " ".join(text.split())
     assert " ".join(error.split()) in shown, text  # the whole error, on its own lines
 
