@@ -19,8 +19,9 @@ from aiokafka.errors import InvalidPartitionsError
 from aa.coordinators import CoordinatorBlocked, Kind, blocked
 from aa.errors import AaError
 from aa.kafka.create_topics import BROKER_DEFAULT, CreateTopics
+from aa.kafka.requests import cluster_metadata, to_controller
+from aa.kafka.topic_ids import topic_ids
 from aa.lifecycle import AsyncResource
-from aa.topic_ids import topic_ids
 
 TOPIC_ALREADY_EXISTS = 36
 UNKNOWN_TOPIC_OR_PARTITION = 3
@@ -98,7 +99,7 @@ class ClusterAdmin(AsyncResource):
 
     async def topics(self) -> dict[str, TopicInfo]:
         """Every topic with its partition count (internal topics flagged)."""
-        return topics_of(await self._client._get_cluster_metadata())
+        return topics_of(await cluster_metadata(self._client))
 
     async def brokers(self) -> int:
         return len((await self._client.describe_cluster())["brokers"])
@@ -119,8 +120,8 @@ class ClusterAdmin(AsyncResource):
             return []
         rf = self.replication_factor if replication_factor is None else replication_factor
         new = CreateTopics([(n, p, rf, dict(c)) for n, p, c in todo], self._timeout_ms)
-        # aiokafka's own send to the controller; its create_topics stops at v3 (no -1)
-        resp = (await self._client._send_to_controller(new)).to_object()
+        # aiokafka's create_topics stops at v3 (no -1): aa's own request, to the controller
+        resp = (await to_controller(self._client, new)).to_object()
         created = []
         for err in resp["topic_errors"]:
             code = err["error_code"]
@@ -209,7 +210,7 @@ class ClusterAdmin(AsyncResource):
 
     async def topic_ids(self, topics: Iterable[str]) -> dict[str, str]:
         """Kafka's topic id (32 hex digits) of each of ``topics`` that exists
-        (:mod:`aa.topic_ids`: a new id means the topic was deleted and created again)."""
+        (:mod:`aa.kafka.topic_ids`: a new id means the topic was deleted and created again)."""
         return await topic_ids(self._client, topics)
 
     @property

@@ -20,6 +20,7 @@ from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 
 from aa.errors import AaError
+from aa.kafka.requests import cluster_metadata
 
 Kind = Literal["group", "transaction"]
 INTERNAL: dict[Kind, tuple[str, str]] = {
@@ -49,7 +50,7 @@ async def blocked(client: AIOKafkaAdminClient, kind: Kind, where: str) -> Coordi
     refused or failed describe)."""
     topic, setting = INTERNAL[kind]
     try:
-        cluster = (await client._get_cluster_metadata()).to_object()
+        cluster = (await cluster_metadata(client)).to_object()
         if any(t["topic"] == topic for t in cluster["topics"]):
             return None
         brokers = cluster["brokers"]

@@ -16,6 +16,7 @@ from typing import Any
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from aa.errors import AaError
+from aa.kafka.consumer import refresh_metadata
 from aa.lifecycle import AsyncResource
 from aa.logs import get_logger
 
@@ -60,7 +61,7 @@ class TopicReader(AsyncResource):
         await self._consumer.stop()
 
     async def _assign(self) -> None:
-        await self._consumer._client.force_metadata_update()
+        await refresh_metadata(self._consumer)
         parts = self._consumer.partitions_for_topic(self.topic) or set()
         tps = {TopicPartition(self.topic, p) for p in parts}
         if tps != self._assigned:

@@ -22,14 +22,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from aiokafka.consumer import fetcher
-from aiokafka.producer.message_accumulator import BatchBuilder
-from aiokafka.record.default_records import DefaultRecordBatchBuilder
 from aiokafka.structs import TopicPartition
 
 from aa.config import read_yaml
 from aa.config.registries import SchemaTranslation
 from aa.kafka import fetched, switch
+from aa.kafka.builders import RawBuilder
+from aa.kafka.producers import BatchBuilder
+from aa.kafka.records import batch_builder
 from aa.logs import get_logger
 from aa.mirror import restamp
 from aa.mirror.context import StageContext
@@ -63,10 +63,7 @@ def partition_blob(
     for b in range(batches_n):
         writer = "SF" if local else ("SF", "NYC", "LON")[b % 3]
         pid = APP_PID if writer == "SF" else MIRROR_PID
-        builder = DefaultRecordBatchBuilder(
-            magic=2, compression_type=0, is_transactional=0, producer_id=pid, producer_epoch=0,
-            base_sequence=offset, batch_size=1 << 30,
-        )  # fmt: skip
+        builder = batch_builder(pid, offset)
         for i in range(per_batch):
             headers: list[tuple[str, bytes]] = []
             if writer != "SF":
@@ -110,7 +107,7 @@ class _Target:
         return BatchBuilder(512 * 1024, codec)
 
     def new_raw_batch(self, limits: Any, codec: int) -> BatchBuilder:
-        return restamp.RawBuilder(512 * 1024, codec, is_transactional=False)
+        return RawBuilder(512 * 1024, codec, is_transactional=False)
 
     def lane(self, topic: str, partition: int, wide: bool) -> int:
         return 0
@@ -175,9 +172,7 @@ def main(argv: list[str] | None = None) -> None:
         skipper = switch.BatchSkipper("SF") if args.marks else (lean() if lean else None)
         if skipper is not None:
             skipper.raw = raw
-        memory = fetcher.MemoryRecords(blob)  # fetched.install() wraps it (the bytes, for raw)
-        records = fetcher.PartitionRecords(TP, memory, [], 0, skipper, None, True, 0)
-        return list(records)
+        return fetched.partition_records(TP, blob, skipper)
 
     def copy() -> int:
         records = decode()

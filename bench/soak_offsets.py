@@ -39,6 +39,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
 from aa.admin import ClusterAdmin
 from aa.dev import cluster as devcluster
+from aa.kafka.consumer import refresh_metadata
 from aa.mirror.positions import OFFSETS_TOPIC_CONFIGS, StoredOffsets, offset_key
 from aa.mirror.settings import FlowSettings
 from aa.offsets.store import OffsetSyncStore
@@ -163,7 +164,7 @@ async def _topic_records(bootstrap: str, topic: str) -> int:
     await consumer.start()
     await asyncio.sleep(0)  # aiokafka's no-group task must run once before stop()
     try:
-        await consumer._client.force_metadata_update()
+        await refresh_metadata(consumer)
         tps = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic) or ()]
         ends = await consumer.end_offsets(tps)
         begins = await consumer.beginning_offsets(tps)

@@ -25,6 +25,7 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
 from aa import provenance
 from aa.errors import ProvenanceError
+from aa.kafka.consumer import known_topics, refresh_metadata
 from conflict.envelope import Event
 from conflict.errors import ConflictError, DecodeError
 from conflict.materializer import Materializer, OnChange
@@ -156,8 +157,8 @@ class PatternConsumer:
         materializer's offset or the beginning, known ones keep their position."""
         consumer = self._consumer
         assert consumer is not None, "start() first"
-        await consumer._client.force_metadata_update()
-        topics = sorted(t for t in consumer._client.cluster.topics() if self.pattern.fullmatch(t))
+        await refresh_metadata(consumer)
+        topics = sorted(t for t in known_topics(consumer) if self.pattern.fullmatch(t))
         tps = [
             TopicPartition(t, p)
             for t in topics

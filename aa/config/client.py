@@ -218,7 +218,7 @@ async def preflight(dcs: Iterable[Datacenter], *, timeout_s: float = 30.0) -> No
     same cluster (its id, from a metadata request on that connection). A server that does not
     answer at all is left to the command's own handling (it may be down for a moment).
     """
-    from aiokafka.conn import create_conn
+    from aa.kafka.connection import connect
 
     clusters: dict[str, str] = {}  # cluster id -> the first DC seen reaching it
     for dc in dcs:
@@ -227,7 +227,7 @@ async def preflight(dcs: Iterable[Datacenter], *, timeout_s: float = 30.0) -> No
             host, _, port = server.strip().rpartition(":")
             try:
                 conn = await asyncio.wait_for(
-                    create_conn(
+                    connect(
                         host,
                         int(port),
                         request_timeout_ms=int(timeout_s * 1000),
@@ -277,10 +277,10 @@ async def _cluster_id(conn: Any, timeout_s: float, *, bearer: bool) -> str | Non
     A broker refuses an OAUTHBEARER token by answering the SASL exchange with an error status,
     which aiokafka takes for success; the broker then answers the next request with nothing (a
     metadata response without brokers): :class:`_TokenRefused`."""
-    from aiokafka.protocol.metadata import MetadataRequest
+    from aa.kafka.connection import metadata_request
 
     try:
-        response = await asyncio.wait_for(conn.send(MetadataRequest([])), timeout_s)
+        response = await asyncio.wait_for(conn.send(metadata_request()), timeout_s)
     except Exception:  # noqa: BLE001 - the command's own handling reports a DC that does not answer
         return None
     if bearer and not getattr(response, "brokers", None):

@@ -11,6 +11,7 @@ from aa.checkpoints.model import Checkpoint
 from aa.checkpoints.task import checkpoint_topic, read_checkpoints
 from aa.config import Topology, client_kwargs
 from aa.failover.plan import Move, PlanError
+from aa.kafka.consumer import refresh_metadata
 from aa.lifecycle import started
 from aa.offsets.groups import group_offsets
 from aa.offsets.translate import PartitionPlan
@@ -106,7 +107,7 @@ async def plan_at_time(
         for t in topics:
             parts = consumer.partitions_for_topic(t)
             if not parts:
-                await consumer._client.force_metadata_update()
+                await refresh_metadata(consumer)
                 parts = consumer.partitions_for_topic(t)
             if not parts:
                 raise PlanError(f"--at: topic {t!r} does not exist in {target}")

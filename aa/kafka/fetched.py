@@ -42,6 +42,7 @@ from typing import Any
 from aiokafka.consumer import fetcher as _fetcher
 from aiokafka.structs import TopicPartition
 
+from aa.kafka import private
 from aa.kafka.records import BatchError, decode_batch
 from aa.kafka.switch import BatchSkipper, LeanRecords
 from aa.mirror.restamp import RawBatch, crc_ok
@@ -350,7 +351,9 @@ class _PartitionRecords(_Base):  # type: ignore[misc]  # aiokafka's class is unt
 
 def install() -> None:
     """Let :class:`LeanRecords` consumers get lean records, and :class:`BatchSkipper` ones skip
-    batches (idempotent; see the module doc)."""
+    batches (idempotent; see the module doc). Checks first that this aiokafka has every
+    internal aa relies on (:func:`aa.kafka.private.check`)."""
+    private.check()
     current = getattr(_fetcher, "PartitionRecords", None)
     if current is _PartitionRecords:
         return
@@ -366,3 +369,11 @@ def install() -> None:
         )
     _fetcher.PartitionRecords = _PartitionRecords
     _fetcher.MemoryRecords = _Fetched
+
+
+def partition_records(tp: TopicPartition, data: bytes, switch: LeanRecords | None) -> list[Any]:
+    """What a consumer with ``switch`` as its ``key_deserializer`` gets from a fetch of ``tp``
+    that returned ``data`` at offset 0 (CRCs checked, read uncommitted): offline, for the
+    benchmarks. :func:`install` first, to get what a flow's consumer gets."""
+    memory = _fetcher.MemoryRecords(data)
+    return list(_fetcher.PartitionRecords(tp, memory, [], 0, switch, None, True, 0))

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aiokafka import codec
+from aiokafka.record import default_records
 
 BATCH_HEADER = 61
 """Bytes of a record batch before its first record (base offset through record count)."""
@@ -201,3 +202,23 @@ def record_bytes(
         body += _size(len(raw)) + len(raw)
         body += _size(-1) if hvalue is None else _size(len(hvalue)) + len(hvalue)
     return body + _size(body)
+
+
+def batch_records(data: bytes) -> list[Any]:
+    """A whole record batch's records as the flow's consumer gets them: decoded by aiokafka
+    (its own record objects), or by :func:`decode_batch` where aiokafka cannot (a header name
+    that is not UTF-8)."""
+    try:
+        return list(default_records.DefaultRecordBatch(data))
+    except UnicodeDecodeError:
+        return list(decode_batch(data))
+
+
+def batch_builder(producer_id: int, base_sequence: int, codec: int = 0) -> Any:
+    """An empty record batch (magic 2, not transactional, no size limit), aiokafka's builder:
+    ``append(offset_delta, timestamp=, key=, value=, headers=)`` then ``build()``; for
+    batches written offline (the benchmarks)."""
+    return default_records.DefaultRecordBatchBuilder(
+        magic=2, compression_type=codec, is_transactional=0, producer_id=producer_id,
+        producer_epoch=0, base_sequence=base_sequence, batch_size=1 << 30,
+    )  # fmt: skip

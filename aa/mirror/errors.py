@@ -104,20 +104,6 @@ def not_authorized(
     )
 
 
-def aiokafka_part(client: Any, path: str, needs: str) -> Any:
-    """The private object at ``path`` below an aiokafka client (``"_fetcher._x"``: the
-    ``_fetcher`` that has an ``_x``), where aa sets what aiokafka has no option for. If a later
-    aiokafka renames it, the flow refuses to start instead of behaving differently."""
-    owner_name, attr = path.split(".")
-    owner = getattr(client, owner_name, None)
-    if owner is None or not hasattr(owner, attr):
-        raise RuntimeError(
-            f"this aiokafka has no {type(client).__name__}.{path}: aa cannot {needs}; install "
-            "the aiokafka version pyproject.toml pins"
-        )
-    return owner
-
-
 def is_crash(exc: BaseException) -> bool:
     """True for a failure aa cannot explain (a defect, or an input it does not expect) or one
     that waiting does not cure: a batch failing its CRC check (a damaged log) fails the same

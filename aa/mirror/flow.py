@@ -24,6 +24,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aa.admin import ClusterAdmin, TopicRefused
 from aa.coordinators import CoordinatorBlocked, unless_blocked, waited
 from aa.kafka import fetched, switch
+from aa.kafka.producers import never_expire
 from aa.lifecycle import started
 from aa.logs import get_logger
 from aa.mirror import restamp
@@ -44,7 +45,7 @@ from aa.mirror.refusals import DEAD_LETTER_REASON as DEAD_LETTER_REASON  # re-ex
 from aa.mirror.route import Forwarder, known_schemas
 from aa.mirror.settings import FlowSettings
 from aa.mirror.settle import Settler
-from aa.mirror.target import LANES, Target, never_expire, stop_target
+from aa.mirror.target import LANES, Target, stop_target
 from aa.mirror.topics import TopicSync
 from aa.mirror.types import Router
 from aa.observe.metrics import Metrics

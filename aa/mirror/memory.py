@@ -46,7 +46,7 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any
 
-from aa.mirror.errors import aiokafka_part
+from aa.kafka.consumer import FetchSizes
 from aa.mirror.restamp import RawBatch, next_offset
 from aa.mirror.settings import FlowSettings
 
@@ -106,8 +106,9 @@ class MemoryBudget:
 
 class PartitionShare:
     """Keeps the consumer's per-partition fetch size at the budget's share for the current
-    assignment. aiokafka has no setter; its fetcher's attribute is set (checked at start: if a
-    later aiokafka renames it, the flow refuses to start rather than buffer unbounded)."""
+    assignment. aiokafka has no setter: :class:`aa.kafka.consumer.FetchSizes` sets its
+    fetcher's (checked at start, :func:`aa.kafka.private.check`: if a later aiokafka renames
+    it, the flow refuses to start rather than buffer unbounded)."""
 
     def __init__(self, budget: MemoryBudget, consumer: Any, min_bytes: int = 1) -> None:
         """``consumer`` is started (its fetcher exists), built with the per-partition size
@@ -115,15 +116,7 @@ class PartitionShare:
         budget's share. ``min_bytes`` (``tuning.fetch_min_bytes``) follows too, never above
         the per-partition size: a lagging partition alone fills it at once, never waiting
         ``fetch_max_wait_ms`` for bytes its fetch size cannot hold."""
-        fetcher = aiokafka_part(
-            consumer,
-            "_fetcher._max_partition_fetch_bytes",
-            "keep a flow within tuning.memory_budget_mb",
-        )
-        aiokafka_part(consumer, "_fetcher._fetch_min_bytes", "apply tuning.fetch_min_bytes")
-        aiokafka_part(consumer, "_fetcher._select_read_replica", "see which broker a fetch reads")
-        aiokafka_part(consumer, "_fetcher._in_flight", "send the next fetch before routing")
-        self._budget, self._consumer, self._fetcher = budget, consumer, fetcher
+        self._budget, self._consumer, self._fetcher = budget, consumer, FetchSizes(consumer)
         self._min_bytes = min_bytes
         self._applied: tuple[int, int, int] | None = None
         self.largest = 0
@@ -160,8 +153,7 @@ class PartitionShare:
         if (len(assigned), split, self.largest) != self._applied:
             self._applied = (len(assigned), split, self.largest)
             size = whole_batches(self._budget.partition_fetch_bytes(split), self.largest)
-            self._fetcher._max_partition_fetch_bytes = size
-            self._fetcher._fetch_min_bytes = min(self._min_bytes, size)
+            self._fetcher.set(size, min(self._min_bytes, size))
 
     async def next_fetch_sent(self) -> None:
         """Give aiokafka's fetch task the event-loop turns to send its next request (with the
@@ -171,7 +163,7 @@ class PartitionShare:
         broker still has unread records, and then there is nothing to wait for."""
         after = 1  # the turn in which the request's task writes it, once the fetch task made it
         for _ in range(NEXT_FETCH_TURNS):
-            if self._fetcher._in_flight:
+            if self._fetcher.in_flight():
                 if after == 0:
                     return
                 after -= 1
@@ -180,7 +172,7 @@ class PartitionShare:
     def _one_broker(self, assigned: Any) -> bool:
         """Whether every assigned partition is fetched from the same, known broker (the one
         aiokafka's fetcher would send its request to now)."""
-        nodes = {self._fetcher._select_read_replica(tp) for tp in assigned}
+        nodes = {self._fetcher.broker_of(tp) for tp in assigned}
         return len(nodes) == 1 and nodes.pop() not in (None, -1)
 
 

@@ -19,8 +19,9 @@ writes nothing and the batch is decoded by aiokafka and routed record by record 
 (:meth:`RawBatch.records`). Same-partition copies only: a re-partitioned target decodes too.
 
 The output is byte for byte what the record path writes (``tests/unit/aa/test_restamp.py``
-compares them): the target batch is aiokafka's pure-Python record batch builder, whose buffer
-the helper appends to and whose header, CRC and compression aiokafka writes as usual.
+compares them): the target batch is aiokafka's pure-Python record batch builder
+(:class:`aa.kafka.builders.RawBuilder`), whose buffer the helper appends to and whose header,
+CRC and compression aiokafka writes as usual.
 
 Where the helper is not built (no C compiler at install time), or ``AA_PURE_PYTHON=1`` is set
 in the environment, the flow takes the record path only; ``flow_started`` logs which
@@ -35,10 +36,8 @@ import struct
 from collections.abc import Iterator, Sequence
 from typing import Any, overload
 
-from aiokafka.producer.message_accumulator import BatchBuilder
-from aiokafka.record import default_records
-
-from aa.kafka.records import BATCH_HEADER, compress, decode_batch, decompressed
+from aa.kafka.builders import AVAILABLE, RawBuilder
+from aa.kafka.records import batch_records, decompressed
 from aa.provenance import MIRRORED_AT, SRC, LocalStamp
 
 try:
@@ -46,8 +45,6 @@ try:
 except ImportError:  # not built: the record path only (see the module doc)
     _helper = None  # type: ignore[assignment]  # the module's absence is the fallback
 
-_PyBuilder: Any = getattr(default_records, "_DefaultRecordBatchBuilderPy", None)
-_DecodedBatch: Any = default_records.DefaultRecordBatch
 
 PURE_PYTHON_ENV = "AA_PURE_PYTHON"
 
@@ -57,7 +54,7 @@ Screen = tuple[int, bool, int, int] | None
 
 def available() -> bool:
     """Whether the compiled helper and the aiokafka parts it relies on are here."""
-    return _helper is not None and _PyBuilder is not None
+    return _helper is not None and AVAILABLE
 
 
 def enabled() -> bool:
@@ -94,12 +91,7 @@ class RawBatch:
     def records(self) -> list[Any]:
         """Its records, decoded by aiokafka as the flow's consumer would (the record path), or
         by aa where aiokafka cannot (a header name that is not UTF-8)."""
-        data = bytes(self.data)
-        try:
-            decoded = list(_DecodedBatch(data))
-        except UnicodeDecodeError:
-            decoded = decode_batch(data)
-        return [r for r in decoded if r.offset >= self.offset]
+        return [r for r in batch_records(bytes(self.data)) if r.offset >= self.offset]
 
 
 def next_offset(records: Sequence[Any]) -> int:
@@ -223,64 +215,6 @@ def crc_ok(batch: Any) -> bool:
     return bool(_helper.crc32c(batch[21:]) == _CRC.unpack_from(batch, 17)[0])
 
 
-class _Records(_PyBuilder or object):  # type: ignore[misc]  # aiokafka is untyped
-    """aiokafka's pure-Python record batch builder, its CRC taken by the helper, compressing as
-    its C builder (the record path's) does: always, where the pure-Python one sends a batch
-    uncompressed when compression saves nothing."""
-
-    def _maybe_compress(self) -> bool:
-        codec_id = self._compression_type
-        if not codec_id:
-            return False
-        buf = self._buffer
-        records = compress(codec_id, bytes(buf[BATCH_HEADER:]))
-        del buf[BATCH_HEADER:]
-        buf += records
-        return True
-
-    def _write_header(self, use_compression_type: bool = True) -> None:
-        buf = self._buffer
-        self.HEADER_STRUCT.pack_into(
-            buf, 0,
-            0, len(buf) - self.AFTER_LEN_OFFSET, self.NO_PARTITION_LEADER_EPOCH, self._magic,
-            0, self._get_attributes(use_compression_type), self._last_offset,
-            self._first_timestamp or 0, self._max_timestamp or 0,
-            self._producer_id, self._producer_epoch, self._base_sequence, self._num_records,
-        )  # fmt: skip
-        with memoryview(buf) as view:
-            crc = _helper.crc32c(view[self.ATTRIBUTES_OFFSET :])
-        _CRC.pack_into(buf, self.CRC_OFFSET, crc)
-
-
-class RawBuilder(BatchBuilder):  # type: ignore[misc]  # aiokafka is untyped
-    """aiokafka's batch builder over its pure-Python record batch builder, whose buffer the
-    helper appends to (the C builder's buffer is out of reach); records may also be appended
-    one by one through that builder's own ``append``."""
-
-    def __init__(self, batch_size: int, compression_type: int, *, is_transactional: bool) -> None:
-        super().__init__(batch_size, compression_type, is_transactional=is_transactional)
-        self._builder = _Records(2, compression_type, is_transactional, -1, -1, 0, batch_size)
-
-    def _set_producer_state(
-        self, producer_id: int, producer_epoch: int, base_sequence: int
-    ) -> None:
-        self._builder.set_producer_state(producer_id, producer_epoch, base_sequence)
-
-    def append_record(self, n: int, ts: int, key: Any, value: Any, headers: Any) -> Any:
-        """One record through the pure-Python builder, by the rules of aiokafka's C builder
-        (which the record path uses), so a batch ends where the record path would end it:
-        a record that would reach ``batch_size`` is refused unless the batch is empty, and a
-        first timestamp of -1 counts as none."""
-        inner = self._builder
-        if inner._first_timestamp == -1:
-            inner._first_timestamp = None
-        if n and len(inner._buffer) + inner.size_in_bytes(n, ts, key, value, headers) >= (
-            inner._batch_size
-        ):
-            return None
-        return inner.append(n, ts, key, value, headers)
-
-
 def _varint(value: int) -> bytes:
     zigzag = (value << 1) ^ (value >> 63)
     out = bytearray()
@@ -320,18 +254,16 @@ def append(
     """Append ``raw``'s records from ``start`` to ``builder`` (``n`` records in it already):
     ``(records written, their key and value bytes)``, fewer than the rest when the batch is
     full; ``None`` when the batch is not one this path takes (nothing written)."""
-    inner = builder._builder
+    buffer, first_ts, max_ts, size = builder.fill()
     got = _helper.restamp(
-        raw.data, start, inner._buffer, n, inner._first_timestamp, inner._max_timestamp,
-        inner._batch_size, stamp.pre, stamp.prefix, post, mark, screen, raw.body(),
+        raw.data, start, buffer, n, first_ts, max_ts, size, stamp.pre, stamp.prefix, post, mark,
+        screen, raw.body(),
     )  # fmt: skip
     if got is None:
         return None
     written, first_ts, max_ts, nbytes = got
     if written:
-        inner._first_timestamp, inner._max_timestamp = first_ts, max_ts
-        inner._num_records += written
-        inner._last_offset = n + written - 1
+        builder.filled(n, written, first_ts, max_ts)
     return written, nbytes
 
 

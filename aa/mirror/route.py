@@ -5,9 +5,8 @@ target's limits, one ``append`` into the open batch of the record's target parti
 batch is sealed; nothing is sent record by record. Once the fetch is routed, its sealed batches
 go to the producer round-robin across target partitions (:meth:`Forwarder.forward`): aiokafka
 queues one batch per partition and sends one request per broker at a time, so a partition's
-batches handed over back to back waited a produce round trip each: W4's produce requests
-carried 1.4-1.5 batches on average, 5.7-6.1 round-robin (docs/benchmarks.md, "W4 traced per
-request").
+batches handed over back to back waited a produce round trip each: W4's requests carried
+1.4-1.5 batches on average, 5.7-6.1 round-robin (docs/benchmarks.md, "W4 traced per request").
 """
 
 from __future__ import annotations
@@ -20,6 +19,8 @@ from typing import Any
 
 from aiokafka import TopicPartition
 
+from aa.kafka.builders import RawBuilder
+from aa.kafka.producers import appender, seal
 from aa.kafka.records import RawName
 from aa.kafka.switch import MirrorRanges
 from aa.mirror.context import StageContext
@@ -30,7 +31,6 @@ from aa.mirror.refusals import FIXES, REFUSED
 from aa.mirror.restamp import (
     Held,
     RawBatch,
-    RawBuilder,
     Screen,
     Stamp,
     append,
@@ -41,7 +41,7 @@ from aa.mirror.restamp import (
     next_offset,
     record_count,
 )
-from aa.mirror.target import Target, appender, partition_for, seal
+from aa.mirror.target import Target, partition_for
 from aa.mirror.types import Malformed, Skip
 from aa.protocols import SchemaIds, SchemaRefusal, Translate
 from aa.provenance import MIRRORED_AT

@@ -6,22 +6,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import orjson
 from aiokafka import AIOKafkaProducer, TopicPartition
 from aiokafka.errors import KafkaTimeoutError, UnknownTopicOrPartitionError
 from aiokafka.partitioner import murmur2
-from aiokafka.producer.message_accumulator import BatchBuilder
 
-from aa.kafka.producers import producer_id
+from aa.kafka.builders import RawBuilder
+from aa.kafka.producers import BatchBuilder, abandon, producer_id
 from aa.kafka.records import CODECS, printable
 from aa.mirror.context import StageContext
-from aa.mirror.errors import FlowError, aiokafka_part
+from aa.mirror.errors import FlowError
 from aa.mirror.limits import TargetLimits, record_size
 from aa.mirror.refusals import DEAD_LETTER_REASON
-from aa.mirror.restamp import RawBuilder
 from aa.mirror.settings import FlowSettings
 from aa.provenance import SRC, batch_mark
 
@@ -40,23 +39,6 @@ LANES = 2
 keeps one produce request in flight per broker and producer: with one producer, the six
 produce rounds a 16 MB fetch needs ran one after the other (docs/benchmarks.md, W4). An
 exactly-once flow keeps its one transactional producer."""
-
-
-def never_expire(producer: AIOKafkaProducer) -> None:
-    """Make the producer wait for a partition's leader instead of expiring the batch.
-
-    aiokafka fails a queued batch whose partition has had no leader for ``request_timeout_ms``
-    (``NotLeaderForPartitionError``) even on an idempotent producer, and then sends the batches
-    queued behind it: the target gets records out of order, and the flow's restart copies them
-    again. No option controls it: the accumulator's private TTL is set here; if a later aiokafka
-    renames it, the flow refuses to start rather than silently reorder.
-    """
-    accumulator = aiokafka_part(
-        producer,
-        "_message_accumulator._batch_ttl",
-        "keep a leaderless target partition's batches in order",
-    )
-    accumulator._batch_ttl = float("inf")
 
 
 def track(producer: AIOKafkaProducer, topic: str) -> None:
@@ -90,41 +72,6 @@ def _batch_mark(producer: AIOKafkaProducer, target: str) -> list[tuple[str, byte
     idempotent, so once started it has one)."""
     pid = producer_id(producer)
     return [batch_mark(target, pid)] if pid is not None else []
-
-
-def abandon(producer: AIOKafkaProducer, exc: BaseException) -> None:
-    """Fail every batch not acknowledged yet, so stopping does not wait for a target that is
-    down, and nothing queued behind a failed batch is sent after it (its records are copied
-    again by the next run, from the last commit)."""
-    producer._message_accumulator.fail_all(exc)
-
-
-def appender(builder: Any) -> Callable[[int, int, Any, Any, Any], Any]:
-    """The hot path's append for ``builder``: ``append(n, timestamp, key, value, headers)``,
-    ``n`` the records already in it; ``None`` when the batch is full. For aiokafka's
-    ``BatchBuilder`` this is its record-batch builder's own append (its wrapper adds a Python
-    frame, a serializer call and a counter per record: a seventh of a W1 flow's CPU), so
-    :func:`seal` must give the builder its record count before it is sent. Anything else
-    (test fakes) goes through its ``append``."""
-    if type(builder) is RawBuilder:
-        return builder.append_record
-    inner = getattr(builder, "_builder", None)
-    if type(builder) is BatchBuilder and inner is not None and hasattr(builder, "_relative_offset"):
-        return inner.append  # type: ignore[no-any-return]
-    return lambda n, ts, key, value, headers: builder.append(
-        timestamp=ts, key=key, value=value, headers=headers
-    )
-
-
-def seal(builder: Any, count: int) -> None:
-    """Give a builder filled through :func:`appender` its record count (the producer numbers
-    an idempotent batch's sequence by it), and close it: nothing is appended to a batch once
-    it is handed over, and aiokafka holds an open batch ``linger_ms`` before sending it (the
-    hot path's append bypasses the wrapper that would close a full one), so every copied
-    batch waited out the linger (half of W1's copy time at linger 5 ms)."""
-    if type(builder) in (BatchBuilder, RawBuilder):
-        builder._relative_offset = count
-        builder.close()
 
 
 def partition_for(key: bytes | None, partitions: int) -> int:

@@ -3,7 +3,7 @@
 
 aiokafka's admin client has no ACL calls, and Kafka 4.x no longer answers the request versions
 aiokafka defines; CreateAcls and DeleteAcls v2 (Kafka 2.4 and later) are written here the way
-:mod:`aa.topic_ids` writes Metadata v12. The session's local brokers run Kafka's
+:mod:`aa.kafka.topic_ids` writes Metadata v12. The session's local brokers run Kafka's
 ``StandardAuthorizer`` with ``allow.everyone.if.no.acl.found``, so a resource with no ACL is
 open to all, as on a broker without an authorizer.
 """

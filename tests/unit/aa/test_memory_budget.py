@@ -12,6 +12,7 @@ from aiokafka import TopicPartition
 
 from aa.config import read_yaml
 from aa.errors import ConfigError
+from aa.kafka.consumer import FetchSizes
 from aa.mirror.build import build_flows, select_flows
 from aa.mirror.memory import MIB, MemoryBudget, PartitionShare, whole_batches
 from aa.mirror.restamp import RawBatch
@@ -91,11 +92,11 @@ def test_a_partition_fetch_size_holds_whole_source_batches_once_their_size_is_se
     consumer = _Consumer(6)
     share = PartitionShare(budget, consumer)
     share.follow()
-    assert consumer._fetcher._max_partition_fetch_bytes == budget.partition_fetch_bytes(6)
+    assert FetchSizes(consumer).partition_bytes == budget.partition_fetch_bytes(6)
     tp = TopicPartition("t", 0)
     share.observe({tp: [_raw(SOURCE_BATCH - 4000), _raw(SOURCE_BATCH, 1000)]})
     share.follow()
-    assert consumer._fetcher._max_partition_fetch_bytes == 2 * SOURCE_BATCH
+    assert FetchSizes(consumer).partition_bytes == 2 * SOURCE_BATCH
 
 
 def _fetch_of(partitions: range, batches: int) -> dict[TopicPartition, list[RawBatch]]:
@@ -121,18 +122,18 @@ def test_partitions_that_caught_up_leave_their_share_of_a_round_trip_to_those_be
     consumer.ends = {TopicPartition("t", p): 100_000 for p in range(6)}
     share.observe(_fetch_of(range(6), 5))
     share.follow()
-    assert consumer._fetcher._max_partition_fetch_bytes == 5 * SOURCE_BATCH
+    assert FetchSizes(consumer).partition_bytes == 5 * SOURCE_BATCH
     consumer.ends.update({TopicPartition("t", p): 5000 for p in range(4)})  # 4 at their end
     share.observe(_fetch_of(range(6), 5))
     share.follow()
     expected = 7 * SOURCE_BATCH if brokers == 1 else 5 * SOURCE_BATCH
-    assert consumer._fetcher._max_partition_fetch_bytes == expected
+    assert FetchSizes(consumer).partition_bytes == expected
     if brokers == 1:  # in sum over the share: the one response is bounded by fetch_max_bytes
         assert 6 * expected > budget.fetched_bytes >= budget.fetch_max_bytes
         assert budget.worst_case(6, 2) <= budget.total
     share.observe({})  # nothing fetched (all caught up): even again
     share.follow()
-    assert consumer._fetcher._max_partition_fetch_bytes == 5 * SOURCE_BATCH
+    assert FetchSizes(consumer).partition_bytes == 5 * SOURCE_BATCH
 
 
 def test_fetch_min_bytes_follows_the_partition_fetch_size_and_never_passes_it() -> None:
@@ -142,8 +143,8 @@ def test_fetch_min_bytes_follows_the_partition_fetch_size_and_never_passes_it() 
     few, many = _Consumer(6), _Consumer(200)
     PartitionShare(budget, few, 256 * 1024).follow()
     PartitionShare(budget, many, 256 * 1024).follow()
-    assert few._fetcher._fetch_min_bytes == 256 * 1024  # 1.3 MiB per partition: the setting
-    assert many._fetcher._fetch_min_bytes == budget.partition_fetch_bytes(200) < 256 * 1024
+    assert FetchSizes(few).min_bytes == 256 * 1024  # 1.3 MiB per partition: the setting
+    assert FetchSizes(many).min_bytes == budget.partition_fetch_bytes(200) < 256 * 1024
 
 
 @pytest.mark.parametrize(

@@ -530,7 +530,7 @@ def test_a_batch_filled_on_the_hot_path_carries_its_record_count_and_records() -
     from aiokafka.producer.message_accumulator import BatchBuilder
     from aiokafka.record.memory_records import MemoryRecords
 
-    from aa.mirror.target import appender, seal
+    from aa.kafka.producers import appender, seal
 
     builder = BatchBuilder(16384, 0)
     append = appender(builder)

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 from aa.config import read_yaml
 from aa.kafka import fetched, switch
+from aa.kafka.builders import RawBuilder
 from aa.mirror import restamp
 from aa.mirror.limits import TargetLimits
 from aa.mirror.route import Forwarder
@@ -86,7 +87,7 @@ class _Target:
         return BatchBuilder(self.batch_size, codec)
 
     def new_raw_batch(self, limits: Any, codec: int) -> BatchBuilder:
-        return restamp.RawBuilder(self.batch_size, codec, is_transactional=False)
+        return RawBuilder(self.batch_size, codec, is_transactional=False)
 
     def lane(self, topic: str, partition: int, wide: bool) -> int:
         return 0

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from io import BytesIO
-from typing import Any
 
+from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.protocol.abstract import AbstractType
 from aiokafka.protocol.api import Request, RequestStruct, Response
 from aiokafka.protocol.types import (
@@ -23,6 +23,8 @@ from aiokafka.protocol.types import (
     Schema,
     TaggedFields,
 )
+
+from aa.kafka.requests import to_any_broker
 
 ZERO_ID = "0" * 32
 """Kafka's "no topic id" (what a broker answers for a topic that does not exist)."""
@@ -117,15 +119,14 @@ class _TopicIdsRequest(Request[_MetadataRequestV12]):  # type: ignore[misc]
         return request_struct_class([(zero, name, {}) for name in self._topics], False, False, {})
 
 
-async def topic_ids(admin: Any, topics: Iterable[str]) -> dict[str, str]:
+async def topic_ids(admin: AIOKafkaAdminClient, topics: Iterable[str]) -> dict[str, str]:
     """The topic id (32 hex digits) of each of ``topics`` that exists, from ``admin`` (an
     aiokafka ``AIOKafkaAdminClient``, started; aa calls it as ``ClusterAdmin.topic_ids``).
     Topics that do not exist are left out."""
     names = sorted(set(topics))
     if not names:
         return {}
-    # the admin client's own send (random node, its retries); aiokafka has no public call
-    response = await admin._send_request(_TopicIdsRequest(names))
+    response = await to_any_broker(admin, _TopicIdsRequest(names))
     out = {}
     for t in response.to_object()["topics"]:
         tid = t["topic_id"].hex()
