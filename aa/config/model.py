@@ -24,6 +24,7 @@ from aa.config.secret import Secret
 from aa.config.sections import (
     DEFAULT_CONFIG_EXCLUDE,
     Checkpoints,
+    ExactlyOnceOptions,
     Heartbeats,
     LoopPrevention,
     MetricsEndpoint,
@@ -43,6 +44,7 @@ __all__ = [  # the sections and the filter are defined in their own modules, par
     "Datacenter",
     "Delivery",
     "Direction",
+    "ExactlyOnceOptions",
     "Flow",
     "FlowGraph",
     "Heartbeats",
@@ -191,6 +193,7 @@ class Topology:
         "at-least-once", Choice(DELIVERIES), mm2=("exactly.once.source.support",), flow="delivery"
     )
     """`exactly-once`: the copies and the source offsets commit in one transaction on the target"""
+    exactly_once: ExactlyOnceOptions = field(default_factory=ExactlyOnceOptions)
     tuning: Tuning = field(default_factory=Tuning)
     topic_sync: TopicSync = field(default_factory=TopicSync)
     on_error: OnError = field(default_factory=OnError)

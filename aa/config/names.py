@@ -30,11 +30,19 @@ MIRROR_GROUP = PREFIX + "mirror.{source}.{target}"
 """The consumer group every process of a flow shares (it splits the partitions)."""
 TRANSACTIONAL_ID = PREFIX + "eos.{source}.{target}"
 """One per flow: a restarted or second process of the flow fences the older one."""
+SET_TRANSACTIONAL_ID = TRANSACTIONAL_ID + ".{set}-of-{sets}"
+"""One per partition set of a flow split in sets (``exactly_once.partition_sets``): the process
+that takes a set over fences the one that had it."""
 
 
 def for_flow(template: str, source: str, target: str) -> str:
     """``template`` with the flow's DCs filled in."""
     return template.format(source=source, target=target)
+
+
+def set_transactional_id(source: str, target: str, partition_set: int, sets: int) -> str:
+    """The transactional id of partition set ``partition_set`` of ``sets`` of a flow."""
+    return SET_TRANSACTIONAL_ID.format(source=source, target=target, set=partition_set, sets=sets)
 
 
 def is_own_group(group: str) -> bool:

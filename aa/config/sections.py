@@ -222,6 +222,18 @@ class MetricsEndpoint:
 
 
 @dataclass(frozen=True, slots=True)
+class ExactlyOnceOptions:
+    """How the processes of an exactly-once flow share it (``delivery: exactly-once``)."""
+
+    partition_sets: int = setting(1, Integer(lo=1, hi=1024), flow="partition_sets")
+    """the flow's source partitions are split in this many sets, each copied in transactions of
+    its own (transactional id `aa.eos.<source>.<target>.<k>-of-<n>`); the flow's group gives each
+    process whole sets, so up to this many processes share the flow. `1`: one process copies
+    the flow and a second fences it; set it to the most processes you will run, the same in
+    every process of the flow"""
+
+
+@dataclass(frozen=True, slots=True)
 class OffsetSyncs:
     """Offset syncs (source offset -> target offset) written by each flow (issue 7)."""
 

@@ -31,7 +31,7 @@ from aa.mirror.delivery import FlowClients
 from aa.mirror.errors import FlowError, not_authorized
 from aa.mirror.incarnations import Incarnations
 from aa.mirror.pending import Batch
-from aa.mirror.positions import OFFSETS_TOPIC_CONFIGS, offset_key, stored_offsets
+from aa.mirror.positions import OFFSETS_TOPIC_CONFIGS, StoredOffsets, fence, offset_key
 from aa.mirror.restamp import from_offset, next_offset
 from aa.mirror.settings import FlowSettings
 from aa.offsets.groups import group_offsets
@@ -110,7 +110,7 @@ class ExactlyOnce:
         # so the offsets read below are final.
         await self._guard(clients.producer.begin_transaction())
         self._open, self._dirty = True, False
-        stored, stored_ids = await stored_offsets(s)
+        stored, stored_ids = await self._stored_after_fencing()
         ids = self._ids = Incarnations(s, clients.source_admin)
         if clients.syncs is not None:
             clients.syncs.topic_ids = ids.known
@@ -145,6 +145,32 @@ class ExactlyOnce:
             topic=s.eos_offsets_topic,
             from_group=sum(1 for tp, o in group.items() if o > stored.get(tp, -1)),
         )
+
+    async def _stored_after_fencing(
+        self,
+    ) -> tuple[dict[TopicPartition, int], dict[TopicPartition, str | None]]:
+        """The stored positions, read once no other transactional id can still commit any of
+        this run's partitions. A partition set's run fences, besides its own id (its producer
+        did), the ids that stored its partitions' positions last: a process of the flow
+        started with another ``exactly_once.partition_sets`` (KIP-618 fences the tasks of the
+        old count alike); then it reads them again, so what it reads is final."""
+        s = self._settings
+        async with StoredOffsets(s) as read:
+            stored = await read.refresh()
+            mine = set(s.assigned)
+            former = {w for tp, w in read.writers.items() if tp in mine}
+            former.discard(s.transactional_id)
+            if s.partition_set is not None and former:
+                for transactional_id in sorted(former):
+                    await fence(s, transactional_id)
+                    self.clients.log.warning(
+                        "eos_former_writer_fenced",
+                        transactional_id=transactional_id,
+                        detail=f"{transactional_id} stored positions of partitions {s.name} "
+                        f"copies now in {s.transactional_id}: fenced, so it commits none",
+                    )
+                stored = await read.refresh()
+            return stored, dict(read.ids)
 
     async def _lost(
         self, group: Mapping[TopicPartition, int], recreated: set[str]
@@ -221,12 +247,14 @@ class ExactlyOnce:
         await ids.learn({tp.topic for tp in ready})
         clients = self.clients
         producer = clients.producer
-        topic = self._settings.eos_offsets_topic
+        topic, txn = self._settings.eos_offsets_topic, self._settings.transactional_id
         sends = []
         ts = int(time.time() * 1000)
         self._since = self._since or time.monotonic()
         for tp, offset in ready.items():
-            value = orjson.dumps({"offset": offset, "ts": ts, "topic_id": ids.id(tp.topic)})
+            value = orjson.dumps(
+                {"offset": offset, "ts": ts, "topic_id": ids.id(tp.topic), "txn": txn}
+            )
             sends.append(await self._guard(producer.send(topic, value, offset_key(tp))))
         # Every write of the transaction must be acknowledged before it commits: aiokafka
         # commits a transaction even when one of its sends failed.
@@ -324,6 +352,14 @@ class ExactlyOnce:
                 "target stalled or was away; nothing of it was committed, so the flow restarts "
                 f"from its last committed positions ({exc!r})",
                 kind="transaction-timed-out",
+                retriable=True,
+            )
+        if s.partition_set is not None:  # the set moved: this process rejoins the group
+            return FlowError(
+                f"{s.name}: another process took over partition set {s.partition_set} of "
+                f"{s.partition_sets} (transactional id {s.transactional_id}) and fenced this "
+                "one; this process rejoins the flow's group and copies the sets it is given",
+                kind="fenced",
                 retriable=True,
             )
         return FlowError(

@@ -188,6 +188,17 @@ class Fetcher:
             gauge.set(max(0, high - next_offset))
 
 
+def take_partitions(consumer: Any, ctx: StageContext, pattern: str, listener: Any) -> None:
+    """Subscribe the flow's consumer to its topics (its group assigns the partitions), or,
+    for a run given its partitions (one partition set of an exactly-once flow:
+    :mod:`aa.mirror.partition_sets`), assign those."""
+    assigned = ctx.settings.assigned
+    if assigned:
+        consumer.assign(list(assigned))
+    else:
+        consumer.subscribe(pattern=pattern, listener=listener)
+
+
 class Revocable(Protocol):
     """What the rebalance listener needs of a flow."""
 

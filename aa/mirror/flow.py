@@ -37,7 +37,7 @@ from aa.mirror.errors import FlowError as FlowError  # re-exported: callers impo
 from aa.mirror.errors import not_authorized
 from aa.mirror.expiry import ExpiryCheck
 from aa.mirror.failures import TopicFailures
-from aa.mirror.fetch import Fetcher, RevokeListener
+from aa.mirror.fetch import Fetcher, RevokeListener, take_partitions
 from aa.mirror.memory import MIN_PARTITION_FETCH, MemoryBudget, PartitionShare
 from aa.mirror.pending import Batch, Pending
 from aa.mirror.placement import Placement
@@ -218,7 +218,7 @@ class MirrorFlow:
             ctx = StageContext(s, self.router, self.metrics, self.delivery, clients, self._schemas)
             self._wire(ctx, topics)
             listener = RevokeListener(self) if group is not None else None
-            consumer.subscribe(pattern=self.router.subscription(), listener=listener)
+            take_partitions(consumer, ctx, self.router.subscription(), listener)
             self.metrics.up.labels(**s.labels).set(1)
             self.log.info(
                 "flow_started",

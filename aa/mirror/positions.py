@@ -9,8 +9,9 @@ from collections.abc import Iterable
 from typing import Any
 
 import orjson
-from aiokafka import TopicPartition
+from aiokafka import AIOKafkaProducer, TopicPartition
 
+from aa.lifecycle import started
 from aa.mirror.settings import FlowSettings
 from aa.offsets.writer import COMPACTED_INTERNAL_CONFIGS
 from aa.tail import TopicReader, Unreadable
@@ -29,9 +30,11 @@ def parse_offsets(
     into: dict[TopicPartition, int] | None = None,
     ids: dict[TopicPartition, str | None] | None = None,
     unreadable: Unreadable | None = None,
+    writers: dict[TopicPartition, str] | None = None,
 ) -> dict[TopicPartition, int]:
     """The newest stored offset per source partition (updating ``into`` when given), and in
-    ``ids`` the source topic id stored with it (``None`` in records written before ids were).
+    ``ids`` the source topic id stored with it (``None`` in records written before ids were),
+    in ``writers`` the transactional id that wrote it (where the record says).
     A record that is not a position (written there by mistake) is skipped and described in
     ``unreadable``: the partition keeps its older position, behind, never ahead."""
     out: dict[TopicPartition, int] = {} if into is None else into
@@ -50,6 +53,8 @@ def parse_offsets(
         out[tp] = offset
         if ids is not None:
             ids[tp] = topic_id
+        if writers is not None and isinstance(writer := value.get("txn"), str):
+            writers[tp] = writer
     return out
 
 
@@ -63,6 +68,8 @@ class StoredOffsets:
         self._reader = TopicReader(self.topic, settings.target_client)
         self.offsets: dict[TopicPartition, int] = {}
         self.ids: dict[TopicPartition, str | None] = {}
+        self.writers: dict[TopicPartition, str] = {}
+        """Per partition, the transactional id that stored its position (aa.mirror.eos)."""
         self.records_read = 0
         self._skipped = Unreadable(
             "eos_positions_unreadable",
@@ -73,7 +80,9 @@ class StoredOffsets:
     async def refresh(self) -> dict[TopicPartition, int]:
         await self._reader.start()
         self.records_read += await self._reader.catch_up_each(
-            lambda records: parse_offsets(records, self.offsets, self.ids, self._skipped)
+            lambda records: parse_offsets(
+                records, self.offsets, self.ids, self._skipped, self.writers
+            )
         )
         self._skipped.warn(self.topic)
         return dict(self.offsets)
@@ -95,3 +104,15 @@ async def stored_offsets(
     topic id stored with each."""
     async with StoredOffsets(settings) as stored:
         return await stored.refresh(), dict(stored.ids)
+
+
+async def fence(settings: FlowSettings, transactional_id: str) -> None:
+    """Fence ``transactional_id`` on the flow's target: its producer's epoch is bumped and its
+    open transaction aborted (what initialising a producer with that id does), so whoever
+    still holds it commits nothing more."""
+    producer = AIOKafkaProducer(**settings.target_client, transactional_id=transactional_id)
+    await started(producer)
+    try:
+        await producer.begin_transaction()  # waits for the producer id: fenced by then
+    finally:
+        await producer.stop()

@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
+from aiokafka import TopicPartition
+
 from aa.config import model, names
 from aa.config.registries import SchemaTranslation
 
@@ -23,6 +25,7 @@ _TUNING = model.Tuning()
 _TOPIC_SYNC = model.TopicSync()
 _ON_ERROR = model.OnError()
 _OFFSET_SYNC = model.OffsetSyncs()
+_EXACTLY_ONCE = model.ExactlyOnceOptions()
 _TOPOLOGY_DELIVERY: DeliveryMode = {f.name: f.default for f in fields(model.Topology)}["delivery"]  # type: ignore[assignment]
 
 
@@ -60,6 +63,13 @@ class FlowSettings:
     """Exactly-once: where the source offsets are stored on the target ("" = the default
     ``aa.offsets.<source>.internal``)."""
     transaction_timeout_ms: int = 60_000
+    partition_sets: int = _EXACTLY_ONCE.partition_sets
+    """Exactly-once: how many sets its partitions are split in (:mod:`aa.mirror.partition_sets`)."""
+    partition_set: int | None = None
+    """The set this run copies (``None``: the whole flow); its partitions are ``assigned``."""
+    assigned: tuple[TopicPartition, ...] = ()
+    """The source partitions this run copies, given (a partition set's run); empty: the flow
+    subscribes to its topics and takes what its group assigns."""
     offset_syncs: bool = _OFFSET_SYNC.enabled
     offset_sync_topic: str = ""
     """Offset syncs on the target ("" = the default ``aa.offset-syncs.<source>.internal``)."""
@@ -108,6 +118,10 @@ class FlowSettings:
 
     @property
     def transactional_id(self) -> str:
-        """One id per flow: a restarted or second process of the flow fences the older one
-        (exactly-once runs one process per flow; see docs/operations.md)."""
-        return names.for_flow(names.TRANSACTIONAL_ID, self.source, self.target)
+        """One id per flow, or per partition set: a restarted or second process of the flow
+        (of the set) fences the older one (see docs/operations.md)."""
+        if self.partition_set is None:
+            return names.for_flow(names.TRANSACTIONAL_ID, self.source, self.target)
+        return names.set_transactional_id(
+            self.source, self.target, self.partition_set, self.partition_sets
+        )

@@ -33,14 +33,15 @@ from aa.admin import metadata_failure
 from aa.lifecycle import loop_signals
 from aa.logs import get_logger
 from aa.mirror.errors import is_crash, refused_by_acl
-from aa.mirror.flow import FlowError, MirrorFlow
+from aa.mirror.flow import FlowError
+from aa.mirror.partition_sets import flow_for
 from aa.mirror.plane import ControlPlane
 from aa.mirror.reload import ReloadPlan
 from aa.mirror.restarts import CRASH_LIMIT as CRASH_LIMIT  # re-exported: tests import them here
 from aa.mirror.restarts import HEALTHY_RUN_S as HEALTHY_RUN_S
 from aa.mirror.restarts import Backoff, FlowState, Streak
 from aa.mirror.settings import FlowSettings
-from aa.mirror.types import Router
+from aa.mirror.types import Router, RunningFlow
 from aa.observe.metrics import Metrics
 
 log = get_logger("aa.supervisor")
@@ -79,7 +80,7 @@ class Supervisor:
         *,
         backoff: Backoff | None = None,
         shutdown_timeout_s: float = 30.0,
-        flow_factory: Callable[[FlowSettings, Router, Metrics], MirrorFlow] = MirrorFlow,
+        flow_factory: Callable[[FlowSettings, Router, Metrics], RunningFlow] = flow_for,
         probe_interval_s: float = PROBE_INTERVAL_S,
         answers: Callable[[Mapping[str, Any]], Awaitable[bool]] = dc_answers,
     ) -> None:
@@ -106,7 +107,7 @@ class Supervisor:
         """Background loops, run and restarted like flows; give them a ``name`` attribute
         (:class:`aa.background.BackgroundTask`) for their metrics and `/healthz` entry."""
         self.task_states: dict[str, FlowState] = {}
-        self._live: dict[str, MirrorFlow] = {}
+        self._live: dict[str, RunningFlow] = {}
         self.stopped_by: int | None = None
         """The signal that stopped the process (SIGINT makes `aa run` exit 130), if one did."""
 
@@ -117,7 +118,7 @@ class Supervisor:
         for stop in self._stops.values():
             stop.set()
 
-    def live(self, name: str) -> MirrorFlow | None:
+    def live(self, name: str) -> RunningFlow | None:
         """The flow's current run (``None`` before its first)."""
         return self._live.get(name)
 

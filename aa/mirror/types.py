@@ -7,7 +7,8 @@ forwarded and with which headers.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -66,3 +67,23 @@ class Router(Protocol):
         ``believed`` says which offsets lie in batches a mirror wrote into the source DC: only
         there do ``aa-*`` headers count (:mod:`aa.kafka.switch`)."""
         ...
+
+
+class RunningFlow(Protocol):
+    """One run of a flow as the supervisor drives it: a whole flow
+    (:class:`aa.mirror.flow.MirrorFlow`) or this process's partition sets of one
+    (:class:`aa.mirror.partition_sets.PartitionSetFlow`)."""
+
+    load_control: Callable[[], Awaitable[Any]] | None
+    """Reads the flow's stored pauses before its first fetch (set by the supervisor)."""
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Copy until ``stop``; raise what stopped the flow."""
+        ...
+
+    def partitions(self) -> Mapping[Any, int | None]:
+        """The source partitions this run holds, each with its records not yet queued."""
+        ...
+
+    @property
+    def topic_sync_error(self) -> str | None: ...

@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,6 +26,21 @@ def write_topology(path: Path, clusters: dict[str, str], **fields: object) -> Pa
     doc.update(fields)
     path.write_text(yaml.safe_dump(orjson.loads(orjson.dumps(doc)), sort_keys=False))
     return path
+
+
+def eos_topology(
+    path: Path, sf: str, nyc: str, topic: str, **fields: object
+) -> tuple[Path, list[str]]:
+    """An exactly-once flow copying ``topic`` from ``sf`` to ``nyc`` (``fields`` added): the
+    topology and the `aa run` arguments. DC names unique to the test: the transactional ids are
+    per flow (``aa.eos.A.B``), and tests share brokers."""
+    tag = uuid.uuid4().hex[:6]
+    a, b = f"S{tag}", f"N{tag}"
+    config = write_topology(
+        path, {a: sf, b: nyc}, flows=[f"{a}->{b}"], topics=[topic], delivery="exactly-once",
+        **fields,
+    )  # fmt: skip
+    return config, ["run", "--config", str(config), "--flow", f"{a}->{b}", "--metrics-port", "0"]
 
 
 class AaProcess:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-import uuid
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -20,16 +19,9 @@ from aa.tail import read_topic
 from tests.conftest import DcCluster
 from tests.helpers.kafka import Rec, consume_all, create_topic, eventually, produce
 from tests.helpers.mirror import eos_flow, running_flow
-from tests.helpers.processes import AaProcess, write_topology
+from tests.helpers.processes import AaProcess, eos_topology
 
 pytestmark = pytest.mark.integration
-
-
-def _dcs() -> tuple[str, str]:
-    """DC names unique to the test: the transactional id is per flow (``aa.eos.A.B``), and
-    tests share brokers."""
-    tag = uuid.uuid4().hex[:6]
-    return f"S{tag}", f"N{tag}"
 
 
 async def test_eos_flow_resumes_from_offsets_stored_on_target(
@@ -73,17 +65,11 @@ async def test_kill9_every_few_seconds_exactly_once(
     once. (The drills kill at random moments too; this one kills often, inside transactions.)"""
     total = 60_000
     sf, nyc = dc_clusters["SF"].bootstrap, dc_clusters["NYC"].bootstrap
-    a, b = _dcs()
     topic = await create_topic(sf, unique_name("eos-kill"), partitions=4)
-    config = write_topology(
-        tmp_path / "t.yaml",
-        {a: sf, b: nyc},
-        flows=[f"{a}->{b}"],
-        topics=[topic],
-        delivery="exactly-once",
+    _, args = eos_topology(
+        tmp_path / "t.yaml", sf, nyc, topic,
         tuning={"commit_interval_s": 0.5, "max_poll_records": 2000},
-    )
-    args = ["run", "--config", str(config), "--flow", f"{a}->{b}", "--metrics-port", "0"]
+    )  # fmt: skip
 
     async def write() -> None:
         step = 3_000

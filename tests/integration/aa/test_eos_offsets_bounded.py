@@ -5,7 +5,6 @@ compaction keeps it to one record per partition plus a bounded head."""
 from __future__ import annotations
 
 import asyncio
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -23,7 +22,7 @@ from aa.observe.metrics import Metrics
 from aa.offsets.writer import ensure_internal_topic
 from tests.conftest import DcCluster
 from tests.helpers.kafka import Rec, create_topic, eventually, produce
-from tests.helpers.processes import write_topology
+from tests.helpers.processes import eos_topology
 
 pytestmark = pytest.mark.integration
 
@@ -34,16 +33,9 @@ async def test_lag_exporter_reads_a_month_of_eos_offsets_once(
     unique_name: Callable[[str], str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    a, b = f"S{uuid.uuid4().hex[:6]}", f"N{uuid.uuid4().hex[:6]}"
     sf, nyc = dc_clusters["SF"].bootstrap, dc_clusters["NYC"].bootstrap
     topic = await create_topic(sf, unique_name("eosoff"), partitions=2)
-    config = write_topology(
-        tmp_path / "t.yaml",
-        {a: sf, b: nyc},
-        flows=[f"{a}->{b}"],
-        topics=[topic],
-        delivery="exactly-once",
-    )
+    config, _ = eos_topology(tmp_path / "t.yaml", sf, nyc, topic)
     topology = load_config(config)
     [(settings, _)] = build_flows(topology, topology.flows)
     await produce(sf, topic, [Rec(b"k", b"v", partition=i % 2) for i in range(100)])
@@ -97,7 +89,7 @@ async def test_lag_exporter_reads_a_month_of_eos_offsets_once(
     finally:
         stop.set()
         await exporter
-    labels = {"source": a, "target": b, "topic": topic}
+    labels = {"source": settings.source, "target": settings.target, "topic": topic}
     lag = [metrics.committed_lag.labels(**labels, partition=str(p))._value.get() for p in (0, 1)]
     assert lag == [10, 0]  # 50 per partition, copied up to 40 and 50
     print(f"{read['calls']} refreshes read {read['records']} offsets records")
@@ -106,7 +98,7 @@ async def test_lag_exporter_reads_a_month_of_eos_offsets_once(
     # and a flow's start gives the existing topic configs with which compaction keeps it
     # small (closed segments are what the cleaner compacts)
     # (a describe right after the alter may still answer the old configs: poll)
-    async with ClusterAdmin(b, bootstrap_servers=nyc) as admin:
+    async with ClusterAdmin(settings.target, bootstrap_servers=nyc) as admin:
         await ensure_internal_topic(admin, settings.eos_offsets_topic, OFFSETS_TOPIC_CONFIGS)
 
         async def bounded() -> dict[str, str | None]:

@@ -40,9 +40,10 @@ MM2_BASE = (
 )
 FLOW_IDENTITY = {"source", "target", "source_client", "target_client", "group_id", "schemas"}
 """FlowSettings attributes that come from the flow itself (its DCs, its ``schemas`` section)."""
-FLOW_FIXED = {"offsets_topic", "transaction_timeout_ms"}
+FLOW_FIXED = {"offsets_topic", "transaction_timeout_ms", "partition_set", "assigned"}
 """FlowSettings attributes no topology setting feeds (the exactly-once offsets topic name and
-the transaction timeout are aa's own choices, not configurable)."""
+the transaction timeout are aa's own choices, not configurable; a partition set's run is given
+its set and partitions by aa.mirror.partition_sets)."""
 
 
 def yaml_shape(value: Any) -> Any:
