@@ -119,6 +119,16 @@ NAMES = (
                 "create topics with CreateTopics v4+",
             ),
             ("aiokafka.protocol.api", "Request RequestStruct Response", "build requests"),
+            (
+                "aiokafka.coordinator.assignors.abstract",
+                "AbstractPartitionAssignor",
+                "share an exactly-once flow's partition sets",
+            ),
+            (
+                "aiokafka.coordinator.protocol",
+                "ConsumerProtocolMemberAssignment ConsumerProtocolMemberMetadata",
+                "share an exactly-once flow's partition sets",
+            ),
             ("aiokafka.protocol.abstract", "AbstractType", "read topic ids (Metadata v12)"),
             (
                 "aiokafka.protocol.types",

@@ -26,18 +26,14 @@ from __future__ import annotations
 
 import asyncio
 import zlib
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
-from aiokafka.coordinator.assignors.abstract import AbstractPartitionAssignor
-from aiokafka.coordinator.protocol import (
-    ConsumerProtocolMemberAssignment,
-    ConsumerProtocolMemberMetadata,
-)
 from aiokafka.errors import InconsistentGroupProtocolError
 
+from aa.kafka import groups
 from aa.lifecycle import started
 from aa.logs import get_logger
 from aa.mirror.build import MIN_FLOW_BUDGET_MB
@@ -72,46 +68,22 @@ def share(sets: int, members: Sequence[str]) -> dict[str, list[int]]:
     return out
 
 
-class _PartitionSets(AbstractPartitionAssignor):  # type: ignore[misc]  # aiokafka is untyped
-    """Assigns whole partition sets (:func:`share`); :func:`assignor` makes one per count."""
+def assignor(sets: int) -> type:
+    """The group assignor for ``sets`` partition sets: each member gets the partitions of its
+    sets (:func:`share`). Its protocol name carries the count, so processes of one flow
+    configured with different counts never share sets: the group refuses the newcomer
+    (:data:`MISMATCH`)."""
 
-    name = "aa-partition-sets"
-    version = 0
-    sets = 1
+    def split_sets(
+        found: Sequence[TopicPartition], members: Sequence[str]
+    ) -> dict[str, list[TopicPartition]]:
+        by_set = split(found, sets)
+        return {
+            m: [tp for k in ks for tp in by_set.get(k, ())]
+            for m, ks in share(sets, members).items()
+        }
 
-    @classmethod
-    def assign(
-        cls, cluster: Any, members: Mapping[str, ConsumerProtocolMemberMetadata]
-    ) -> dict[str, ConsumerProtocolMemberAssignment]:
-        topics = {t for m in members.values() for t in m.subscription}
-        found = [
-            TopicPartition(t, p) for t in topics for p in cluster.partitions_for_topic(t) or ()
-        ]
-        by_set = split(found, cls.sets)
-        out = {}
-        for member, ks in share(cls.sets, list(members)).items():
-            held: dict[str, list[int]] = {}
-            for k in ks:
-                for tp in by_set.get(k, ()):
-                    held.setdefault(tp.topic, []).append(tp.partition)
-            out[member] = ConsumerProtocolMemberAssignment(cls.version, sorted(held.items()), b"")
-        return out
-
-    @classmethod
-    def metadata(cls, topics: Iterable[str]) -> ConsumerProtocolMemberMetadata:
-        return ConsumerProtocolMemberMetadata(cls.version, list(topics), b"")
-
-    @classmethod
-    def on_assignment(cls, assignment: ConsumerProtocolMemberAssignment) -> None:
-        return None
-
-
-def assignor(sets: int) -> type[AbstractPartitionAssignor]:
-    """The group assignor for ``sets`` partition sets. Its protocol name carries the count, so
-    processes of one flow configured with different counts never share sets: the group
-    refuses the newcomer (:data:`MISMATCH`)."""
-    attrs = {"name": f"{_PartitionSets.name}-{sets}", "sets": sets}
-    return type(f"PartitionSets{sets}", (_PartitionSets,), attrs)
+    return groups.assignor(f"aa-partition-sets-{sets}", split_sets)
 
 
 @dataclass(frozen=True, slots=True)
