@@ -52,6 +52,8 @@ class Brokers:
     wan: dict[str, WanPorts] = field(default_factory=dict)
     pids: dict[str, int] = field(default_factory=dict)
     """The broker JVMs' pids by DC (dedicated brokers only), for their CPU use."""
+    data_dirs: dict[str, Path] = field(default_factory=dict)
+    """The brokers' log folders by DC (dedicated brokers only), for a topic's bytes on disk."""
 
 
 @contextlib.contextmanager
@@ -79,6 +81,7 @@ def dedicated(
         try:
             devcluster.up(specs, heap=heap)
             pids = {s.name: pid for s in specs if (pid := devcluster.pid_of(s)) is not None}
-            yield Brokers({s.name: s.bootstrap for s in specs}, wan_ports, pids)
+            data = {s.name: s.data_dir for s in specs}
+            yield Brokers({s.name: s.bootstrap for s in specs}, wan_ports, pids, data)
         finally:
             devcluster.stop_all(specs)

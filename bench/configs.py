@@ -34,6 +34,9 @@ class Tuning:
     a flow holds between fetch and acknowledgement, and so the fetch sizes a catch-up runs at."""
     aa_max_bytes_per_s: float | None = None
     """aa's ``tuning.max_bytes_per_s``, the rate limit of each flow (``None``: none)."""
+    delivery: str = "at-least-once"
+    """Both replicators' delivery: ``exactly-once`` is aa's ``delivery: exactly-once`` and MM2's
+    ``<target>.exactly.once.source.support = enabled`` (KIP-618, dedicated mode since 3.5)."""
 
     def producer_props(self) -> dict[str, str]:
         """Java producer properties equal to aa's producer settings."""
@@ -71,7 +74,7 @@ def aa_topology(
         "flows": [{f: {"schemas": dict(schemas)}} for f in flows] if schemas else list(flows),
         "topics": {"include": list(topics)},
         "loop_prevention": loop_prevention,
-        "delivery": "at-least-once",
+        "delivery": tuning.delivery,
         "tuning": {
             "max_poll_records": tuning.max_poll_records,
             "fetch_max_bytes": tuning.fetch_max_bytes,
@@ -144,6 +147,8 @@ def mm2_properties(
         # Faster start-up, as MM2 itself suggests: the connectors are on the classpath.
         "plugin.discovery = service_load",
     ]
+    if tuning.delivery == "exactly-once":
+        lines += [f"{dc}.exactly.once.source.support = enabled" for dc in dcs]
     for dc in dcs:
         lines += [f"{dc}.producer.{k} = {v}" for k, v in tuning.producer_props().items()]
         lines += [f"{dc}.consumer.{k} = {v}" for k, v in tuning.consumer_props().items()]

@@ -43,17 +43,22 @@ async def delete_topics(bootstrap: str, prefix: str) -> None:
 
 
 class Counter:
-    """Sums the end offsets of the expected topics, one consumer (no group) per cluster."""
+    """Sums the end offsets of the expected topics, one consumer (no group) per cluster:
+    ``committed`` ones (read_committed: an exactly-once copy counts once its transaction
+    commits), or every one written."""
 
-    def __init__(self, expects: Sequence[Expect]) -> None:
+    def __init__(self, expects: Sequence[Expect], *, committed: bool = True) -> None:
         self.expects = list(expects)
+        self._isolation = "read_committed" if committed else "read_uncommitted"
         self._consumers: dict[str, AIOKafkaConsumer] = {}
         self._admins: dict[str, ClusterAdmin] = {}
         self._parts: dict[tuple[str, str], list[TopicPartition]] = {}
 
     async def __aenter__(self) -> Counter:
         for bootstrap in {e.bootstrap for e in self.expects}:
-            self._consumers[bootstrap] = c = AIOKafkaConsumer(bootstrap_servers=bootstrap)
+            self._consumers[bootstrap] = c = AIOKafkaConsumer(
+                bootstrap_servers=bootstrap, isolation_level=self._isolation
+            )
             await c.start()
             self._admins[bootstrap] = a = ClusterAdmin("bench", bootstrap_servers=bootstrap)
             await a.start()
@@ -104,14 +109,16 @@ async def wait_arrival(
     on_first: Callable[[], None] | None = None,
     alive: Callable[[], str | None] | None = None,
 ) -> Arrival:
-    """Poll until every topic holds its expected count; ``alive`` names a dead replicator."""
+    """Poll until every topic holds its expected count of committed records; the first
+    arrival is the first record written (an exactly-once copy's before its transaction
+    commits: the copy started then); ``alive`` names a dead replicator."""
     deadline = time.monotonic() + timeout_s
     first_at: float | None = None
-    async with Counter(expects) as counter:
+    async with Counter(expects) as counter, Counter(expects, committed=False) as written:
         while True:
             counts = await counter.counts()
             now = time.monotonic()
-            if first_at is None and any(counts.values()):
+            if first_at is None and any((await written.counts()).values()):
                 first_at = now
                 if on_first:
                     on_first()

@@ -54,12 +54,14 @@ def ratios(workloads: dict[str, Any]) -> None:
     """Add ``ratios`` (aa/mm2, aa/ceiling) to each workload result, in place."""
     if (w1 := workloads.get("W1")) and "aa" in w1:
         aa, mm2, ceil = w1["aa"], w1.get("mm2", {}), w1.get("ceiling", {})
+        broker = w1.get("broker", {})
         w1["ratios"] = {
             "aa/mm2 records_per_s": _ratio(aa["records_per_s"], mm2.get("records_per_s")),
             "aa/mm2 records_per_cpu_s": _ratio(
                 aa["records_per_cpu_s"], mm2.get("records_per_cpu_s")
             ),
             "aa/ceiling records_per_s": _ratio(aa["records_per_s"], ceil.get("records_per_s")),
+            "aa/broker records_per_s": _ratio(aa["records_per_s"], broker.get("records_per_s")),
         }
     if (w2 := workloads.get("W2")) and "aa" in w2:
         lat = {r: w2[r]["latency"] for r in ("aa", "mm2", "ceiling") if r in w2}
@@ -138,6 +140,19 @@ def _pcts(ceiling: dict[str, Any], kind: str) -> str:
     return "/".join(_f(a.get("machine_cpu_pct")) for a in ceiling.get("attempts", {}).get(kind, []))
 
 
+def _disk_lines(w: dict[str, Any]) -> list[str]:
+    """Each replicator's target bytes on disk against its source's (log segments)."""
+    out = []
+    for r in ("aa", "mm2"):
+        disk = w.get(r, {}).get("disk_bytes") or {}
+        if disk.get("target/source") is not None:
+            out.append(
+                f"{r}: target {disk['target'] / 2**20:,.1f} MiB on disk, source "
+                f"{disk['source'] / 2**20:,.1f} MiB: {disk['target/source']:.3f}x"
+            )
+    return ["", *out] if out else []
+
+
 def table(workloads: dict[str, Any]) -> str:
     """The run's figures as Markdown tables (printed, and pasted into docs/benchmarks.md)."""
     out: list[str] = []
@@ -146,7 +161,8 @@ def table(workloads: dict[str, Any]) -> str:
             f"W1 catch-up: {w1['records']:,} records x {w1['record_size']} B, "
             f"{w1['partitions']} partitions"
         )
-        out += _runs(w1, ("aa", "mm2", "ceiling"), _COPY, _copy_cells)
+        out += _runs(w1, ("aa", "mm2", "ceiling", "broker"), _COPY, _copy_cells)
+        out += _disk_lines(w1)
         if (synced := w1.get("aa", {}).get("sync_records")) is not None:
             per = synced / w1["records"] * 1000
             out.append(f"\naa's offset syncs: {synced:,} records, {per:.2f} per 1,000 copied")
@@ -187,6 +203,7 @@ def table(workloads: dict[str, Any]) -> str:
             (*_COPY, "proxy CPU s"),
             lambda x: [*_copy_cells(x), _f(x.get("proxy_cpu_s"), 1)],
         )
+        out += _disk_lines(w4)
         out += _ratio_lines(w4)
     return "\n".join(out)
 

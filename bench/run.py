@@ -34,7 +34,12 @@ RESULTS = Path(__file__).parent / "results"
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__)
     p.add_argument("--only", default="W1,W2,W3", help="workloads, e.g. W1 or W1,W2")
-    p.add_argument("--runners", default="ceiling,mm2,aa", help="subset of ceiling,mm2,aa")
+    p.add_argument(
+        "--runners",
+        default="ceiling,mm2,aa",
+        help="subset of ceiling,broker,mm2,aa (broker: the target's write limit with large "
+        "batches from several producers at once, W1)",
+    )
     p.add_argument("--records", type=int, default=1_000_000, help="W1 records")
     p.add_argument("--record-size", type=int, default=512)
     p.add_argument("--partitions", type=int, default=6)
@@ -53,7 +58,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--mm2-tasks", type=int, default=1, help="MM2 tasks.max (its default: 1)")
     p.add_argument("--batch-size", type=int, default=Tuning().batch_size)
     p.add_argument("--linger-ms", type=int, default=Tuning().linger_ms)
-    p.add_argument("--compression", default="none")
+    p.add_argument("--compression", default="none", help="both replicators' target codec")
+    p.add_argument(
+        "--source-compression",
+        help="the codec W1/W4 preload their source in (default: --compression)",
+    )
+    p.add_argument("--delivery", default="at-least-once", choices=["at-least-once", "exactly-once"])
+    p.add_argument("--batch-producers", type=int, default=2, help="the broker runner's producers")
     p.add_argument(
         "--aa-memory-budget-mb",
         type=int,
@@ -116,11 +127,13 @@ def main(argv: list[str] | None = None) -> Path:
         aa_loop_prevention=args.aa_loop_prevention, aa_profile=args.aa_profile,
         latency_warmup_s=args.latency_warmup, wan_records=args.wan_records,
         wan_delay_ms=args.wan_delay_ms, framed=args.framed,
+        source_compression=args.source_compression or args.compression,
+        batch_producers=args.batch_producers,
     )  # fmt: skip
     tuning = Tuning(
         batch_size=args.batch_size, linger_ms=args.linger_ms, compression=args.compression,
         mm2_tasks=args.mm2_tasks, aa_memory_budget_mb=args.aa_memory_budget_mb,
-        aa_max_bytes_per_s=args.aa_max_bytes_per_s,
+        aa_max_bytes_per_s=args.aa_max_bytes_per_s, delivery=args.delivery,
     )  # fmt: skip
     logging.getLogger("aiokafka").setLevel(logging.ERROR)  # retries on fresh topics are noise
     started = datetime.now(UTC)
@@ -162,7 +175,7 @@ def main(argv: list[str] | None = None) -> Path:
         log(f"brokers: {bootstraps}; work folder {work}")
         ctx = Ctx(
             work, dict(bootstraps), tuning, params, procs, uuid.uuid4().hex[:6], log,
-            wan=dict(found.wan), broker_pids=dict(found.pids),
+            wan=dict(found.wan), broker_pids=dict(found.pids), data_dirs=dict(found.data_dirs),
         )  # fmt: skip
         if args.framed:
             schemas, payloads = stack.enter_context(framed(work, args.record_size))

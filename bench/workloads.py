@@ -62,6 +62,10 @@ class Params:
     wan_records: int = 500_000
     wan_delay_ms: float = 25.0
     framed: bool = False
+    source_compression: str = "none"
+    """The codec the W1/W4 preload writes the source in (what the replicators decompress)."""
+    batch_producers: int = 2
+    """The ``broker`` runner's ProducerPerformance processes writing at once."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +81,8 @@ class Ctx:
     """DCs whose broker also listens behind a delaying proxy (W4), by name."""
     broker_pids: dict[str, int] = field(default_factory=dict)
     """The dedicated brokers' pids by DC (none with ``--bootstrap``): their CPU is reported."""
+    data_dirs: dict[str, Path] = field(default_factory=dict)
+    """The dedicated brokers' log folders by DC: a topic's bytes on disk are reported."""
     schemas: dict[str, Any] | None = None
     """``--framed``: W1's aa flow translates schema ids with this ``schemas`` section."""
     payload_file: Path | None = None
@@ -84,6 +90,17 @@ class Ctx:
 
     def topic(self, workload: str, runner: str) -> str:
         return f"bench-{workload}-{runner}-{self.run_id}"
+
+    def preload_props(self) -> dict[str, str]:
+        """The W1/W4 preload's producer settings, in the source codec asked for."""
+        return {**PRELOAD_PROPS, "compression.type": self.params.source_compression}
+
+    def disk_bytes(self, dc: str, topic: str) -> int | None:
+        """The bytes of ``topic``'s log segments in ``dc`` (``None``: brokers not ours)."""
+        root = self.data_dirs.get(dc)
+        if root is None:
+            return None
+        return sum(f.stat().st_size for f in root.glob(f"{topic}-*/*.log"))
 
 
 def _mb(records: int, size: int) -> float:
@@ -150,11 +167,13 @@ def w1(ctx: Ctx) -> dict[str, Any]:
         asyncio.run(create_topics(src, [topic], p.partitions))
         pre = producer_perf(
             ctx.run_dir / "W1" / runner / "preload", src, topic, p.records, p.record_size, -1,
-            PRELOAD_PROPS, payload_file=ctx.payload_file,
+            ctx.preload_props(), payload_file=ctx.payload_file,
         )  # fmt: skip
         preload = parse_producer_perf(_run_tool(ctx, pre, 120 + p.records / 2000))
         if runner == "ceiling":
             out[runner] = _w1_ceiling(ctx, topic)
+        elif runner == "broker":
+            out[runner] = _w1_broker(ctx, topic)
         else:
             out[runner] = _w1_replicate(ctx, runner, topic)
         out[runner]["preload"] = preload
@@ -199,6 +218,7 @@ def _w1_replicate(
         finals = live.stop()
     copy_s = max(arrival.done_at - arrival.first_at, 0.25)
     sync_records = asyncio.run(records_in(ctx.bootstraps["NYC"], syncs)) - syncs_before
+    disk = {"source": ctx.disk_bytes("SF", topic), "target": ctx.disk_bytes("NYC", topic)}
     cpu_copy = sum(live.cpu_between("first", "done"))
     cpu_all = sum(u.cpu_s for u in finals)
     return {
@@ -213,6 +233,12 @@ def _w1_replicate(
         "cpu_s_per_million": cpu_copy / n * 1e6,
         "peak_rss_mb": round(max(u.peak_rss_bytes for u in finals) / MB, 1),
         **({"sync_records": sync_records} if runner == "aa" else {}),
+        "disk_bytes": {
+            **disk,
+            "target/source": round(disk["target"] / disk["source"], 3)
+            if disk["source"] and disk["target"] is not None
+            else None,
+        },
         **live.machine_between("first", "done"),
         "config": dep.config_name,
         "commands": _commands(dep),
@@ -271,6 +297,61 @@ def _w1_ceiling(ctx: Ctx, topic: str, attempts: int = 2) -> dict[str, Any]:
     }
 
 
+def _w1_broker(ctx: Ctx, topic: str) -> dict[str, Any]:
+    """The target broker's write limit as a batch copier meets it: ``batch_producers``
+    ProducerPerformance processes at once, each writing its share of the records in large
+    batches with a long linger (1 MiB, 50 ms: full batches, as a copier of whole fetched
+    batches sends them) in the replicators' codec and acks, into one NYC topic; the rate is
+    the records over the wall time from the first to the last producer's end (their JVM start
+    left out: each reports its own elapsed time), read rate as ConsumerPerformance's. Unlike
+    ``ceiling``, one Java producer's per-record cost is not what limits it."""
+    p = ctx.params
+    base = ctx.run_dir / "W1" / "broker"
+    timeout = 120 + p.records / 2000
+    read_spec = consumer_perf(
+        base / "read", ctx.bootstraps["SF"], topic, p.records, f"bench-broker-{ctx.run_id}",
+        ctx.tuning.consumer_props(),
+    )  # fmt: skip
+    read = _measured(ctx, read_spec, parse_consumer_perf, timeout)
+    target = f"{ctx.topic('w1', 'broker')}-write"
+    asyncio.run(create_topics(ctx.bootstraps["NYC"], [target], p.partitions))
+    props = {**ctx.tuning.producer_props(), "batch.size": str(MB), "linger.ms": "50"}
+    share = p.records // p.batch_producers
+    m0, b0 = MachineTicks.now(), cpu_of(ctx.broker_pids)
+    specs = [
+        producer_perf(
+            base / f"write-{i}", ctx.bootstraps["NYC"], target, share, p.record_size, -1, props
+        )
+        for i in range(p.batch_producers)
+    ]
+    running = [ctx.procs.start(spec) for spec in specs]
+    writes = []
+    for r in running:
+        code = r.proc.wait(timeout=timeout)
+        if code != 0:
+            raise RuntimeError(f"producer-perf exited with {code}:\n{r.output()[-3000:]}")
+        writes.append(parse_producer_perf(r.output()))
+    m1, b1 = MachineTicks.now(), cpu_of(ctx.broker_pids)
+    asyncio.run(delete_topics(ctx.bootstraps["NYC"], target))
+    # each producer's own elapsed time is its records over its rate; together they wrote
+    # every record in the longest of those times (they ran at once)
+    longest = max(w["records"] / w["records_per_s"] for w in writes)
+    write_rate = sum(w["records"] for w in writes) / longest
+    rate = min(read["fetch_records_per_s"], write_rate)
+    return {
+        "read": read,
+        "write": {
+            "producers": writes,
+            "records_per_s": write_rate,
+            "props": props,
+            "machine_cpu_pct": m1.busy_pct_since(m0),
+            "broker_cpu_s": {dc: round(b1[dc] - b0[dc], 3) for dc in b0 if dc in b1},
+        },
+        "records_per_s": rate,
+        "mb_per_s": _mb(int(rate), p.record_size),
+    }
+
+
 # ---------------------------------------------------------------- W2: steady latency
 
 
@@ -300,7 +381,7 @@ def w2(ctx: Ctx) -> dict[str, Any]:
     n = p.rate * p.duration_s
     out: dict[str, Any] = {"rate": p.rate, "duration_s": p.duration_s, "records": n}
     src, dst = ctx.bootstraps["SF"], ctx.bootstraps["NYC"]
-    for runner in p.runners:
+    for runner in [r for r in p.runners if r != "broker"]:
         topic = ctx.topic("w2", runner)
         asyncio.run(create_topics(src, [topic], p.partitions))
         live: Live | None = None
@@ -357,7 +438,7 @@ def w3(ctx: Ctx) -> dict[str, Any]:
     flows = [f"{a}->{b}" for a in MESH for b in MESH if a != b]
     out: dict[str, Any] = {"rate_per_dc": p.mesh_rate, "duration_s": p.mesh_duration_s,
                            "records_per_dc": n, "flows": flows}  # fmt: skip
-    for runner in [r for r in p.runners if r != "ceiling"]:
+    for runner in [r for r in p.runners if r in ("aa", "mm2")]:
         topic = ctx.topic("w3", runner)
         for dc in MESH:
             asyncio.run(create_topics(ctx.bootstraps[dc], [topic], p.partitions))
@@ -444,13 +525,13 @@ def w4(ctx: Ctx) -> dict[str, Any]:
     proxy = _wan_proxy(ctx, "SF")
     sampler = Sampler(proxy.pid)
     try:
-        for runner in [r for r in p.runners if r != "ceiling"]:
+        for runner in [r for r in p.runners if r in ("aa", "mm2")]:
             topic = ctx.topic("w4", runner)
             ctx.log(f"W4 {runner}: preloading {n} records into SF/{topic}")
             asyncio.run(create_topics(src, [topic], p.partitions))
             pre = producer_perf(
                 ctx.run_dir / "W4" / runner / "preload", src, topic, n, p.record_size, -1,
-                PRELOAD_PROPS,
+                ctx.preload_props(),
             )  # fmt: skip
             _run_tool(ctx, pre, 120 + n / 2000)
             proxy_before = sampler.now().cpu_s
