@@ -160,7 +160,7 @@ def timestamp_reader(settings: FlowSettings) -> AIOKafkaConsumer:
         key_deserializer=switch.LeanRecords(),
         # one batch per partition (the broker always returns the first whole): a read wants one
         # timestamp per partition, and decoding whole 1 MiB fetches for it was 3.7% of a W3
-        # process's CPU samples (docs/benchmarks.md)
+        # process's CPU samples (docs/benchmarks-history.md)
         max_partition_fetch_bytes=1,
     )
 

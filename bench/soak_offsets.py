@@ -15,7 +15,7 @@ sync) every ``--every-s`` seconds: ``partitions * 86400 / every_s`` records per 
     .venv/bin/python -m bench.soak_offsets                       # starts its own broker
     .venv/bin/python -m bench.soak_offsets --bootstrap 127.0.0.1:9092 --ages 0.25,0.5,1,2
 
-Not a test (it takes minutes); figures go to docs/benchmarks.md.
+Not a test (it takes minutes); figures go to docs/benchmarks-history.md.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ start (seconds from the application's start), wall seconds, the executor CPU and
 of its tasks, and the gap since the previous execution ended (negative when two ran at once).
 Run the job with ``PYSPARK_SUBMIT_ARGS="--conf spark.eventLog.enabled=true --conf
 spark.eventLog.dir=DIR --conf spark.eventLog.compress=false pyspark-shell"``, then
-``python -m bench.spark_eventlog DIR`` (docs/benchmarks.md, issue 14's ninth change).
+``python -m bench.spark_eventlog DIR`` (docs/benchmarks-history.md, issue 14's ninth change).
 """
 
 from __future__ import annotations

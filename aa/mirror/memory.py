@@ -35,7 +35,7 @@ shares, so the sum stays under it:
 1/4 + 1/4 + 2 x 1/4 = the budget (:meth:`MemoryBudget.worst_case`). Until 2026-11-24 the
 fetched data had two shares of 1/8 (responses, unread data) that counted the same bytes; a
 flow across a WAN then moved at most budget/8 per round trip, one 512 KiB source batch per
-partition at the default budget (docs/benchmarks.md, W4).
+partition at the default budget (docs/benchmarks-history.md, W4).
 
 The configured ``fetch_max_bytes`` and ``max_partition_fetch_bytes`` stay upper limits.
 """
@@ -158,7 +158,7 @@ class PartitionShare:
     async def next_fetch_sent(self) -> None:
         """Give aiokafka's fetch task the event-loop turns to send its next request (with the
         size just set) before the flow routes what it took: routing a 16 MB fetch runs 13-16 ms
-        without a yield, and the request waited for it every round trip (docs/benchmarks.md,
+        without a yield, and the request waited for it every round trip (docs/benchmarks-history.md,
         W4). At most :data:`NEXT_FETCH_TURNS` turns: none is sent while a partition of the
         broker still has unread records, and then there is nothing to wait for."""
         after = 1  # the turn in which the request's task writes it, once the fetch task made it

@@ -6,7 +6,8 @@ batch is sealed; nothing is sent record by record. Once the fetch is routed, its
 go to the producer round-robin across target partitions (:meth:`Forwarder.forward`): aiokafka
 queues one batch per partition and sends one request per broker at a time, so a partition's
 batches handed over back to back waited a produce round trip each: W4's requests carried
-1.4-1.5 batches on average, 5.7-6.1 round-robin (docs/benchmarks.md, "W4 traced per request").
+1.4-1.5 batches on average, 5.7-6.1 round-robin (docs/benchmarks-history.md, "W4 traced per
+request").
 """
 
 from __future__ import annotations

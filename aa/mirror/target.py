@@ -37,7 +37,7 @@ SOURCE_CODEC = "source"
 LANES = 2
 """Producers an at-least-once flow sends its copies through (:meth:`Target.lane`). aiokafka
 keeps one produce request in flight per broker and producer: with one producer, the six
-produce rounds a 16 MB fetch needs ran one after the other (docs/benchmarks.md, W4). An
+produce rounds a 16 MB fetch needs ran one after the other (docs/benchmarks-history.md, W4). An
 exactly-once flow keeps its one transactional producer."""
 
 

@@ -1,6 +1,6 @@
 """The shares of a flow's memory budget (:mod:`aa.mirror.memory`): what they let a flow hold
 stays within ``tuning.memory_budget_mb``, and a flow across a WAN gets whole source batches
-per round trip from it (docs/operations.md, memory; docs/benchmarks.md, W4)."""
+per round trip from it (docs/operations.md, memory; docs/benchmarks-history.md, W4)."""
 
 from __future__ import annotations
 

@@ -491,7 +491,7 @@ async def test_a_fetch_is_not_taken_while_the_fetch_before_it_holds_the_in_fligh
     """The in-flight share is held before a fetch is taken from the consumer, not after its
     target batches were built and handed to the producer: one routed fetch could pass the
     share while the one before it was unacknowledged, which ``MemoryBudget.worst_case`` did
-    not count (W4 traced per request, docs/benchmarks.md); and a fetch taken and waiting for
+    not count (W4 traced per request, docs/benchmarks-history.md); and a fetch taken and waiting for
     the share would be held beside it too (its next request already in flight)."""
     s = settings(memory_budget_mb=4, commit_interval_s=3600)
     target = FakeTarget()
