@@ -14,10 +14,12 @@ import time
 from typing import Any
 
 from aiokafka import TopicPartition
+from aiokafka.errors import KafkaError
 
 from aa.mirror.context import StageContext
+from aa.mirror.errors import FlowError
 from aa.mirror.memory import InFlightBytes, MemoryBudget
-from aa.mirror.pending import Batch, Pending
+from aa.mirror.pending import Batch, Pending, TopicsFailed
 from aa.mirror.restamp import fetched_bytes
 from aa.mirror.settle import Settler, syncs_failed
 from aa.mirror.target import Target
@@ -39,6 +41,9 @@ class Committer:
         """The most a fetch brings (one whole source batch per partition aside)."""
         self.ready: dict[TopicPartition, int] = {}
         """Settled source offsets not yet made durable."""
+        self.settled: dict[TopicPartition, int] = {}
+        """Per partition, the offset after its last settled copy (a failed topic copied past
+        its refused record runs again: :meth:`aa.mirror.failures.TopicFailures.recovered`)."""
         self.task: asyncio.Task[None] | None = None
         """The running :meth:`loop` (set by the flow), watched by :meth:`drain`."""
         self._waiting: asyncio.Timeout | None = None
@@ -92,15 +97,35 @@ class Committer:
                 if pending is None:
                     await self.commit(final=True)
                     return
-                await self.target.patiently(self.settler.settle(pending), "copies")
+                try:
+                    await self.target.patiently(self.settler.settle(pending), "copies")
+                except TopicsFailed as failed:
+                    await self._commit_others(pending, failed)
+                    raise
                 await self.in_flight.release(pending.held_bytes)
                 self.ready.update(pending.offsets)
+                self.settled.update(pending.offsets)
                 now = time.monotonic()
                 if self.queue.empty() or now - last >= self.ctx.settings.commit_interval_s:
                     await self.commit(final=False)
                     last = now
             finally:
                 self.queue.task_done()
+
+    async def _commit_others(self, pending: Pending, failed: TopicsFailed) -> None:
+        """Before the run ends for topics the target refused (:class:`TopicsFailed`): at least
+        once, commit what was settled of the other topics, so that the next run does not copy
+        it again (exactly-once: the transaction aborts; the next run resumes from its last
+        commit). Nothing of the failed topics' batch is committed; a commit that fails now is
+        only logged: the topics' failure is what ends the run."""
+        if self.ctx.delivery.transactional:
+            return
+        topics = {tp.topic for tp in failed.refusals}
+        self.ready.update({tp: o for tp, o in pending.offsets.items() if tp.topic not in topics})
+        try:
+            await self.commit(final=True)
+        except (KafkaError, FlowError) as exc:
+            self.ctx.clients.log.warning("commit_before_topic_failed", error=repr(exc))
 
     def _sync_failed(self) -> None:
         """An offset sync failed: end the loop's wait, so the failure stops the flow even when

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from aiokafka.errors import (
@@ -87,20 +88,63 @@ def not_authorized(
     group refused to the consumer, a transactional id or idempotence to the producer; an admin
     request's refusal names its DC). No restart gets past an ACL, so the flow stops for good,
     with what to grant; ``None`` for any other error."""
+    refused = acl_refusal(exc, s, side)
+    if refused is None:
+        return None
+    return FlowError(
+        f"{s.name}: {refused}; no restart gets past an ACL, so the flow stops. Grant it, e.g. "
+        f"{_grant(refused, s)}, then restart aa",
+        kind="not-authorized",
+        retriable=False,
+    )
+
+
+def topic_not_authorized(exc: BaseException, s: FlowSettings) -> str | None:
+    """The reason a target topic fails (the flow goes on) when the target's ACL refuses the
+    flow's writes to it; ``None`` when ``exc`` is no such refusal."""
+    refused = acl_refusal(exc, s, "target")
+    if refused is None or not isinstance(refused.exc, TopicAuthorizationFailedError):
+        return None
+    return (
+        f"{refused}; the topic stops (the flow's other topics go on) and is tried again with "
+        f"backoff. Grant it, e.g. {_grant(refused, s)}: the topic resumes by itself, or on "
+        "`aa resume`"
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class AclRefusal:
+    """Who refused the flow what: the DC, what the flow was doing, the operation and the
+    ``kafka-acls.sh`` resource option to grant, and the error."""
+
+    dc: str
+    doing: str
+    operation: str
+    resource: str
+    exc: BaseException
+
+    def __str__(self) -> str:
+        return f"{self.dc} does not allow this flow to {self.doing} ({self.exc!r})"
+
+
+def acl_refusal(
+    exc: BaseException | None, s: FlowSettings, side: Literal["source", "target"] | None = None
+) -> AclRefusal | None:
+    """The ACL refusal ``exc`` is, or was raised from (see :func:`not_authorized`)."""
     exc = refused_by_acl(exc)
     if exc is None:
         return None
-    dc, doing, operation, resource = _refused(exc, s, side)
-    client = s.source_client if dc == s.source else s.target_client
+    return AclRefusal(*_refused(exc, s, side), exc)
+
+
+def _grant(refused: AclRefusal, s: FlowSettings) -> str:
+    """The ``kafka-acls.sh`` command that grants what ``refused`` says."""
+    client = s.source_client if refused.dc == s.source else s.target_client
     user = client.get("sasl_plain_username")
-    principal = f"User:{user}" if user else f"<the principal aa connects to {dc} as>"
-    return FlowError(
-        f"{s.name}: {dc} does not allow this flow to {doing} ({exc!r}); no restart gets past an "
-        "ACL, so the flow stops. Grant it, e.g. kafka-acls.sh --bootstrap-server "
-        f"{client.get('bootstrap_servers')} --add --allow-principal {principal} --operation "
-        f"{operation} {resource}, then restart aa",
-        kind="not-authorized",
-        retriable=False,
+    principal = f"User:{user}" if user else f"<the principal aa connects to {refused.dc} as>"
+    return (
+        f"kafka-acls.sh --bootstrap-server {client.get('bootstrap_servers')} --add "
+        f"--allow-principal {principal} --operation {refused.operation} {refused.resource}"
     )
 
 

@@ -5,10 +5,13 @@ failed topic copies again (see :mod:`aa.mirror.control` for the state and the re
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
+
+from aiokafka import TopicPartition
 
 from aa.mirror.context import StageContext
 from aa.mirror.control import FlowControl, TopicFailure
-from aa.mirror.pending import Pending
+from aa.mirror.pending import Pending, TopicRefusal, TopicsFailed
 from aa.mirror.placement import Placement
 
 STATES = ("running", "paused", "failed")
@@ -40,31 +43,37 @@ class TopicFailures:
             self.ctx.delivery.rewind(tp, refusal.offset)
             if self.placement is not None:  # the retry reads the target's limits again
                 self.placement.limits.pop(refusal.target, None)
-            failure = control.fail_topic(
-                TopicFailure(tp.topic, tp.partition, refusal.offset, refusal.reason)
-            )
-            self.ctx.metrics.errors.labels(**self.ctx.labels, kind="topic-failed").inc()
-            clients.log.error(
-                "topic_failed",
-                topic=tp.topic,
-                partition=tp.partition,
-                offset=refusal.offset,
-                kind=refusal.kind,
-                error=refusal.reason,
-                attempts=failure.attempts,
-                retry_in_s=round(failure.retry_at - time.time(), 1),
-            )
+            self._fail(control, tp, refusal)
 
-    def recovered(self, control: FlowControl, pending: Pending) -> None:
-        """Failed topics whose failed partition was copied past its refused record run
-        again."""
-        if not control.failures:
-            return
-        stopped = {tp.topic for tp in pending.failed}
-        for tp, offset in pending.offsets.items():
-            f = control.failures.get(tp.topic)
-            if f is None or tp.topic in stopped or tp.partition != f.partition:
-                continue
-            if offset > f.offset:
-                control.recovered(tp.topic)
-                self.ctx.clients.log.info("topic_recovered", topic=tp.topic, attempts=f.attempts)
+    def refused(self, control: FlowControl, failed: TopicsFailed) -> None:
+        """Fail the topics the target refused as their copies were settled: the run ends (see
+        :class:`TopicsFailed`), and the next one starts with them paused."""
+        first: dict[str, TopicPartition] = {}  # one failure per topic: its lowest partition
+        for tp in sorted(failed.refusals):
+            first.setdefault(tp.topic, tp)
+        for tp in first.values():
+            self._fail(control, tp, failed.refusals[tp])
+
+    def _fail(self, control: FlowControl, tp: TopicPartition, refusal: TopicRefusal) -> None:
+        failure = control.fail_topic(
+            TopicFailure(tp.topic, tp.partition, refusal.offset, refusal.reason)
+        )
+        self.ctx.metrics.errors.labels(**self.ctx.labels, kind="topic-failed").inc()
+        self.ctx.clients.log.error(
+            "topic_failed",
+            topic=tp.topic,
+            partition=tp.partition,
+            offset=refusal.offset,
+            kind=refusal.kind,
+            error=refusal.reason,
+            attempts=failure.attempts,
+            retry_in_s=round(failure.retry_at - time.time(), 1),
+        )
+
+    def recovered(self, control: FlowControl, settled: Mapping[TopicPartition, int]) -> None:
+        """Failed topics whose failed partition was copied past its refused record (``settled``:
+        per partition, the offset after the last copy the target acknowledged) run again."""
+        for topic, f in list(control.failures.items()):
+            if settled.get(TopicPartition(topic, f.partition), -1) > f.offset:
+                control.recovered(topic)
+                self.ctx.clients.log.info("topic_recovered", topic=topic, attempts=f.attempts)

@@ -39,7 +39,7 @@ from aa.mirror.expiry import ExpiryCheck
 from aa.mirror.failures import TopicFailures
 from aa.mirror.fetch import Fetcher, RevokeListener, take_partitions
 from aa.mirror.memory import MIN_PARTITION_FETCH, MemoryBudget, PartitionShare
-from aa.mirror.pending import Batch, Pending
+from aa.mirror.pending import Batch, Pending, TopicsFailed
 from aa.mirror.placement import Placement
 from aa.mirror.refusals import DEAD_LETTER_REASON as DEAD_LETTER_REASON  # re-exported
 from aa.mirror.route import Forwarder, known_schemas
@@ -117,6 +117,9 @@ class MirrorFlow:
         what happened)."""
         try:
             await self._run(stop)
+        except TopicsFailed as exc:  # its topics fail; the run restarts without them
+            self._failures.refused(self.control, exc)
+            raise
         except TopicRefused as exc:
             raise FlowError(
                 f"{self.settings.name}: {exc}; no restart gets past that, so the flow stops: "
@@ -294,6 +297,8 @@ class MirrorFlow:
         assert fetch is not None
         assert committer is not None
         while not stop.is_set():
+            if self.control.failures:  # copied past where they failed: running again
+                self._failures.recovered(self.control, committer.settled)
             self._apply_control()  # paused partitions fetch nothing
             await committer.room_for_a_fetch()  # what it takes is held in the share: memory.py
             generation, batch = await fetch.next_batch()
@@ -327,8 +332,6 @@ class MirrorFlow:
                         self._failures.failed(self.control, pending)
                     await committer.admit(pending, held)
                     fetch.queued(pending.offsets)
-                    if self.control.failures:
-                        self._failures.recovered(self.control, pending)
                     if pending.malformed is not None:
                         await committer.drain()
                         raise pending.malformed

@@ -11,8 +11,6 @@ from aiokafka import TopicPartition
 
 from aa.mirror.errors import FlowError
 
-Batch = dict[TopicPartition, list[Any]]
-
 
 @dataclass(frozen=True, slots=True)
 class TopicRefusal:
@@ -27,7 +25,28 @@ class TopicRefusal:
     """The target topic that refused it (its limits are read again before the retry)."""
 
 
+Batch = dict[TopicPartition, list[Any]]
 """A fetched batch: per source partition, its records in offset order."""
+
+
+class TopicsFailed(FlowError):
+    """The target refused, for good, the copies of one or more topics as they were settled (an
+    ACL refusing writes to a topic, a record too large for a limit lowered meanwhile): those
+    topics fail, not the flow (:meth:`aa.mirror.control.FlowControl.fail_topic`). What else was
+    sent with them is undone by a restart of the flow's run (the supervisor's, at once): an
+    exactly-once transaction aborts, and every topic resumes from its committed position, the
+    failed ones paused there, nothing of them committed past ``refusals``' offsets."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        kind: str = "topic-failed",
+        retriable: bool = True,
+        refusals: dict[TopicPartition, TopicRefusal] | None = None,
+    ) -> None:
+        super().__init__(message, kind=kind, retriable=retriable)
+        self.refusals = refusals or {}
 
 
 @dataclass(slots=True)

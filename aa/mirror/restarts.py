@@ -7,6 +7,7 @@ import time
 from dataclasses import dataclass, field
 
 from aa.mirror.errors import is_crash
+from aa.mirror.pending import TopicsFailed
 
 CRASH_LIMIT = 5
 """Crashes in a row (none after a healthy run) before a flow or loop is parked as failed."""
@@ -57,9 +58,15 @@ class Streak:
 
     attempt: int = 0
     crashes: int = 0
+    at_once: bool = False
+    """The last run ended for topics the target refused (:class:`TopicsFailed`): they are
+    paused now, so the flow starts again at once, and the streak does not count it."""
 
     def failed(self, state: FlowState, exc: BaseException | None) -> str | None:
         """Count a failed run; the message to park it with when crashes reached the limit."""
+        self.at_once = isinstance(exc, TopicsFailed)
+        if self.at_once:
+            return None
         healthy = time.time() - state.since >= HEALTHY_RUN_S
         self.attempt = 1 if healthy else self.attempt + 1
         self.crashes = (0 if healthy else self.crashes) + int(exc is not None and is_crash(exc))
@@ -71,3 +78,7 @@ class Streak:
             "past it. This is a defect in aa or an input it does not expect: report it with the "
             "tracebacks logged before this line, then restart the process"
         )
+
+    def delay(self, backoff: Backoff) -> float:
+        """Seconds to wait before the next run."""
+        return 0.0 if self.at_once else backoff.delay(self.attempt)

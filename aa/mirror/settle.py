@@ -12,9 +12,9 @@ from aiokafka import TopicPartition
 from aiokafka.errors import KafkaError, KafkaTimeoutError
 
 from aa.mirror.context import StageContext
-from aa.mirror.errors import FlowError, not_authorized
+from aa.mirror.errors import FlowError, not_authorized, topic_not_authorized
 from aa.mirror.limits import target_limits
-from aa.mirror.pending import Pending
+from aa.mirror.pending import Pending, TopicRefusal, TopicsFailed
 from aa.mirror.refusals import BROKER_REFUSALS
 from aa.mirror.target import Target
 
@@ -31,17 +31,31 @@ class Settler:
 
     async def settle(self, pending: Pending) -> None:
         """Wait for every send of ``pending``; raises :class:`FlowError` when the flow must
-        stop before a refused record (its offset is then never committed)."""
+        stop before a refused record (its offset is then never committed), and
+        :class:`TopicsFailed` when the target refused a topic for good (see :meth:`_refused`),
+        once every other send was settled."""
         futures = [f for f, _, _, _ in pending.sends]
         results = await asyncio.gather(*futures, return_exceptions=True)
+        failed: dict[TopicPartition, TopicRefusal] = {}
         for (_, held, target, tp), result in zip(pending.sends, results, strict=True):
+            if tp in failed:  # its later copies: no sync may translate past the refused one
+                continue
             if isinstance(result, BaseException):
                 if len(held) > 1:
                     await self._rescreen(held, tp, target, result)
                 for record in held:
-                    await self._refused(record, tp, target, result, alone=len(held) == 1)
+                    refusal = await self._refused(record, tp, target, result, alone=len(held) == 1)
+                    if refusal is not None:
+                        failed[tp] = refusal
+                        break
             elif self.ctx.clients.syncs is not None and held:
                 await self._write_syncs(held, tp, target, result)
+        if failed:
+            raise TopicsFailed(
+                f"{self.ctx.settings.name}: "
+                + "; ".join(f"{tp.topic} failed: {r.reason}" for tp, r in failed.items()),
+                refusals=failed,
+            )
         self._uncounted.append(pending)
         if not self.ctx.delivery.transactional:
             self.publish_counts()
@@ -120,13 +134,21 @@ class Settler:
 
     async def _refused(
         self, record: Any, tp: TopicPartition, target: str, exc: BaseException, *, alone: bool
-    ) -> None:
-        """The target refused a batch holding ``record`` of ``tp`` (``alone``: the only one)."""
+    ) -> TopicRefusal | None:
+        """The target refused a batch holding ``record`` of ``tp`` (``alone``: the only one):
+        dead-letter it (``None``), or fail its topic from ``record`` on (the refusal), or raise
+        what stops the flow (a refusal of the flow's own resources: its dead-letter topic, its
+        transaction)."""
         s = self.ctx.settings
         where = f"{tp.topic}/{tp.partition}@{record.offset}"
-        own = self.ctx.delivery.refusal(exc) or not_authorized(exc, s, "target")
+        own = self.ctx.delivery.refusal(exc)
         if own is not None:
             raise own from exc
+        if target != s.dead_letter_topic and (reason := topic_not_authorized(exc, s)):
+            self.ctx.metrics.errors.labels(**self.ctx.labels, kind="not-authorized").inc()
+            return TopicRefusal(record.offset, "not-authorized", f"{reason} (at {where})", target)
+        if (denied := not_authorized(exc, s, "target")) is not None:
+            raise denied from exc
         kind = BROKER_REFUSALS.get(type(exc))
         if kind is None:
             self.ctx.metrics.errors.labels(**self.ctx.labels, kind=type(exc).__name__).inc()
@@ -153,20 +175,28 @@ class Settler:
             self.ctx.metrics.dead_lettered.labels(
                 **self.ctx.labels, topic=tp.topic, reason=kind
             ).inc()
-            return
-        # A restart would send the same records and be refused again: stop for good.
-        if target == s.dead_letter_topic:
-            fix = "the dead-letter topic's config"
-        elif s.on_error == "dead-letter":
-            fix = "the target topic's config"
-        else:
-            fix = "the target topic's config (or, for a single record, set on_error: dead-letter)"
-        raise FlowError(
-            f"{s.name}: {s.target}/{target} refused the batch holding {where} ({exc!r}); no "
-            f"retry can fix this, so the flow stops before it; fix {fix}",
-            kind=kind,
-            retriable=False,
-        ) from exc
+            return None
+        if target == s.dead_letter_topic:  # the flow's own: a restart is refused again
+            raise FlowError(
+                f"{s.name}: {s.target}/{target} refused the batch holding {where} ({exc!r}); no "
+                "retry can fix this, so the flow stops before it; fix the dead-letter topic's "
+                "config",
+                kind=kind,
+                retriable=False,
+            ) from exc
+        single = (
+            ""
+            if s.on_error == "dead-letter"
+            else " (or, for a single record, set on_error: dead-letter)"
+        )
+        return TopicRefusal(
+            record.offset,
+            kind,
+            f"{s.target}/{target} refused the batch holding {where} ({exc!r}); the topic stops "
+            f"before it (the flow's other topics go on) and is tried again with backoff; fix "
+            f"the target topic's config{single}: the topic resumes by itself, or on `aa resume`",
+            target,
+        )
 
 
 def syncs_failed(ctx: StageContext) -> None:

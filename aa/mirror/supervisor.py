@@ -273,7 +273,7 @@ class Supervisor:
                 state.state, state.last_error = "failed", parked
                 log.error("flow_failed", flow=settings.name, kind="crash", error=parked)
                 return
-            delay = self._backoff.delay(streak.attempt)
+            delay = streak.delay(self._backoff)
             state.state, state.restarts = "backoff", state.restarts + 1
             self.metrics.restarts.labels(**labels).inc()
             log.warning(

@@ -1,16 +1,20 @@
-"""A flow whose principal an ACL refuses (a topic it may not write or read, a group it may not
-use, a transactional id it may not hold): no restart gets past an ACL, so the flow stops at
-once with one message that names the DC, the resource, the operation and the fix, and commits
-nothing it did not copy. Once the ACL allows it, a new start copies everything, once."""
+"""A flow whose principal an ACL refuses (a topic it may not read, a group it may not use, a
+transactional id it may not hold, its offset-sync topic): no restart gets past an ACL, so the
+flow stops at once with one message that names the DC, the resource, the operation and the fix,
+and commits nothing it did not copy. Once the ACL allows it, a new start copies everything,
+once. A target topic it may not write is one topic's resource: that topic fails alone, and
+resumes by itself once the ACL allows it."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from aa.admin import ClusterAdmin
+from aa.mirror.operate import RunningProcess
 from tests.conftest import DcCluster
 from tests.helpers import acls
 from tests.helpers.kafka import Rec, consume_all, create_topic, eventually, produce
@@ -20,14 +24,18 @@ from tests.helpers.mirror import (
     eos_flow,
     exact,
     running_flow,
+    running_supervisor,
     sf_to_nyc,
+    short_backoffs,
     supervised,
+    topic_failed,
 )
 
 pytestmark = pytest.mark.integration
 
 Names = Callable[[str], str]
 N = 20
+ISOLATION = "read_committed"
 
 
 @pytest.fixture
@@ -70,8 +78,8 @@ async def _copies_once_allowed(settings: Any, router: Any, nyc: str, topic: str)
 
 @pytest.mark.parametrize(
     ("dc", "resource", "operation"),
-    [("NYC", "topic", "write"), ("SF", "topic", "read"), ("SF", "group", "read")],
-    ids=["target-topic-write", "source-topic-read", "group"],
+    [("SF", "topic", "read"), ("SF", "group", "read")],
+    ids=["source-topic-read", "group"],  # a target topic's write: fails that topic alone
 )
 async def test_topic_or_group_the_mirror_may_not_use_stops_the_flow_once_and_commits_nothing(
     authorizing: dict[str, DcCluster],
@@ -164,3 +172,77 @@ async def test_exactly_once_offset_sync_topic_the_mirror_may_not_write_stops_the
     await produce(flow.sf, flow.topic, [Rec(b"k", b"v")])
     error = await _stops_once(flow.settings, flow.router)
     assert f"{flow.settings.target} does not allow this flow to write topic {syncs}" in error, error
+
+
+def _values_of(prefix: str, start: int, n: int) -> list[Rec]:
+    return [Rec(None, f"{prefix}-{i}".encode()) for i in range(start, start + n)]
+
+
+async def _held(bootstrap: str, topic: str, n: int) -> None:
+    """Wait until the target's ``topic`` holds ``n`` committed records."""
+    await consume_all(bootstrap, topic, count=n, timeout=60, isolation_level=ISOLATION)
+
+
+@pytest.mark.parametrize("delivery", ["at-least-once", "exactly-once"])
+async def test_a_target_topic_the_acl_refuses_fails_alone_and_resumes_once_granted(
+    authorizing: dict[str, DcCluster], unique_name: Names, delivery: str
+) -> None:
+    """The target's ACL refuses writes to one target topic of a flow of two (issue 30): before,
+    the whole flow stopped for good; now that topic goes ``failed`` with a reason naming the
+    DC, the topic, the operation and the fix, its committed offset stays at its first uncopied
+    record, the other topic keeps copying, and granting the write resumes it by itself with
+    nothing lost and (exactly-once) nothing twice."""
+    sf, nyc = authorizing["SF"].bootstrap, authorizing["NYC"].bootstrap
+    tag = uuid.uuid4().hex[:6]
+    denied = await create_topic(sf, unique_name("acl-denied"))
+    other = await create_topic(sf, unique_name("acl-other"))
+    for topic in (denied, other):
+        await create_topic(nyc, topic)
+    settings = sf_to_nyc(
+        sf, nyc, unique_name("g"), names=(f"S{tag}", f"N{tag}"), delivery=delivery, linger_ms=0
+    )
+    router = OriginOnlyRouter(settings.source, settings.target, f"^({denied}|{other})$")
+    await produce(sf, denied, _values_of("d", 0, 5))
+    await produce(sf, other, _values_of("o", 0, 5))
+    sup = short_backoffs([(settings, router)])
+    control = sup.plane.controls[settings.name]
+    control.retry_s, control.retry_max_s = 0.5, 2.0  # tried again often, for the test
+    async with running_supervisor(sup):
+        await _held(nyc, denied, 5)
+        await acls.deny(nyc, "topic", denied, "write")
+        await produce(sf, denied, _values_of("d", 5, 5))
+        failure = await topic_failed(control, denied)
+        assert (failure.partition, failure.offset) == (0, 5)
+        target = settings.target
+        assert f"{target} does not allow this flow to write topic {denied}" in failure.reason
+        assert f"--operation Write --topic {denied}" in failure.reason, failure.reason
+        state = RunningProcess(sup, None, dc=None, flow=None).state()  # type: ignore[arg-type]
+        assert state["flows"][settings.name]["topics"][denied]["state"] == "failed"
+        assert sup.states[settings.name].state != "failed"  # the flow goes on
+        await produce(sf, other, _values_of("o", 5, 5))
+        await _held(nyc, other, 10)
+        if delivery == "at-least-once":
+            assert await committed(sf, settings.group_id, denied, 1) == {0: 5}
+        assert denied in control.failures  # tried again and refused again meanwhile
+        await acls.allow(nyc, "topic", denied, "write")
+        await eventually(lambda: denied not in control.failures, timeout=60, message="resumed")
+        await _held(nyc, denied, 10)
+        if delivery == "at-least-once":
+            await eventually(
+                lambda: _committed_past(sf, settings.group_id, denied, 10),
+                timeout=60,
+                message="committed past the refusal once copied",
+            )
+        got = {
+            t: await consume_all(nyc, t, count=10, isolation_level=ISOLATION, settle=2.0)
+            for t in (denied, other)
+        }
+    for topic, prefix in ((denied, "d"), (other, "o")):
+        values = [r.value for r in got[topic]]
+        assert set(values) == {f"{prefix}-{i}".encode() for i in range(10)}  # nothing lost
+        if delivery == "exactly-once":  # read_committed: nothing twice
+            assert len(values) == 10, values
+
+
+async def _committed_past(bootstrap: str, group: str, topic: str, offset: int) -> bool:
+    return (await committed(bootstrap, group, topic, 1))[0] == offset

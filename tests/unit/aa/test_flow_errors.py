@@ -13,7 +13,9 @@ from aiokafka.errors import (
     TopicAuthorizationFailedError,
 )
 
-from aa.mirror.errors import FlowError, not_authorized
+from aa.mirror.errors import FlowError, not_authorized, topic_not_authorized
+from aa.mirror.pending import TopicsFailed
+from aa.mirror.restarts import CRASH_LIMIT, Backoff, FlowState, Streak
 from aa.mirror.settings import FlowSettings
 
 pytestmark = pytest.mark.unit
@@ -61,3 +63,31 @@ def test_acl_refusal_to_read_an_internal_topic_of_the_target_names_the_target() 
         error = not_authorized(TopicAuthorizationFailedError(topic), settings)
         assert f"SF->NYC: NYC does not allow this flow to read topic {topic}" in str(error)
         assert f"--operation Read --topic {topic}," in str(error)
+
+
+def test_failed_topics_survive_a_copy_and_restart_the_run_at_once_outside_the_streak() -> None:
+    """A run ended for topics the target refused (:class:`TopicsFailed`): they are paused by
+    then, so the next run starts at once, and however often it happens the streak neither
+    grows the backoff nor parks the flow; a real failure after it backs off as before."""
+    failed = TopicsFailed("SF->NYC: users failed", refusals={})
+    twin = copy.copy(failed)
+    assert (twin.kind, twin.retriable, str(twin)) == ("topic-failed", True, str(failed))
+    streak, state, backoff = Streak(), FlowState("SF->NYC"), Backoff(1.0, 60.0)
+    for _ in range(2 * CRASH_LIMIT):
+        assert streak.failed(state, failed) is None
+        assert streak.delay(backoff) == 0.0
+    assert streak.failed(state, KafkaConnectionError("down")) is None
+    assert streak.delay(backoff) == 1.0
+
+
+def test_a_target_topic_the_acl_refuses_is_that_topics_failure_with_the_grant() -> None:
+    settings = FlowSettings(
+        "SF", "NYC", {"bootstrap_servers": "sf:9092"}, {"bootstrap_servers": "nyc:9092"}, "g"
+    )
+    reason = topic_not_authorized(TopicAuthorizationFailedError("users"), settings)
+    assert reason is not None
+    assert reason.startswith("NYC does not allow this flow to write topic users")
+    assert "the topic stops (the flow's other topics go on)" in reason
+    assert "--operation Write --topic users: the topic resumes by itself" in reason
+    assert topic_not_authorized(GroupAuthorizationFailedError("g"), settings) is None
+    assert topic_not_authorized(KafkaConnectionError("down"), settings) is None
