@@ -211,6 +211,33 @@ async def test_target_limit_lowered_mid_run_fails_the_topic_before_the_record_no
     assert state.restarts <= 1
 
 
+async def test_a_record_the_broker_refuses_alone_after_the_limit_was_lowered_fails_its_topic(
+    dc_clusters: dict[str, DcCluster], unique_name: Names
+) -> None:
+    # on_error: fail. A record sent alone that NYC refuses (its limit lowered after the flow
+    # read it): the flow stopped for good ("no retry can fix this"); now its topic fails, its
+    # commit stays before the record, and raising the limit resumes it with nothing lost.
+    sf, nyc, topic, group = await _setup(dc_clusters, unique_name, [Rec(b"k", b"first")])
+    await create_topic(nyc, topic, partitions=1, config={"max.message.bytes": "1048576"})
+    exclude = DEFAULT_CONFIG_EXCLUDE | {"max.message.bytes"}
+    settings = _settings(sf, nyc, group, config_exclude=exclude, topic_sync_interval_s=3600)
+    async with supervised(settings, OriginOnlyRouter("SF", "NYC", exact(topic))) as sup:
+        control = sup.plane.controls["SF->NYC"]
+        control.retry_s, control.retry_max_s = 0.5, 2.0  # tried again often, for the test
+        await consume_all(nyc, topic, count=1, timeout=60)  # NYC's limits are read
+        async with ClusterAdmin("NYC", bootstrap_servers=nyc) as admin:
+            await admin.set_topic_configs(topic, {"max.message.bytes": "2048"})
+            await produce(sf, topic, [Rec(b"big", b"x" * 8000, partition=0)])
+            failure = await topic_failed(control, topic)
+            assert f"{topic}/0@1" in failure.reason
+            assert sup.states["SF->NYC"].state != "failed"  # the flow goes on
+            assert await committed(sf, group, topic, 1) == {0: 1}
+            await admin.set_topic_configs(topic, {"max.message.bytes": "1048576"})
+        await eventually(lambda: topic not in control.failures, timeout=60, message="resumed")
+        copied = await consume_all(nyc, topic, count=2, timeout=60, settle=1.0)
+    assert [r.value for r in copied] == [b"first", b"x" * 8000]
+
+
 async def test_missing_target_topic_with_topic_sync_off_names_the_topic_and_the_fix(
     dc_clusters: dict[str, DcCluster], unique_name: Names
 ) -> None:
