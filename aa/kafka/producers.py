@@ -73,3 +73,21 @@ def seal(builder: Any, count: int) -> None:
     if type(builder) in (BatchBuilder, RawBuilder):
         builder._relative_offset = count
         builder.close()
+
+
+class TargetBatch:
+    """One target partition's open batch on the hot path: the builder, the source records it
+    holds (for the settle stage; a list, or :class:`aa.mirror.restamp.Held` on the batch
+    path), its :data:`Append`, and the producer lane that will send it."""
+
+    __slots__ = ("append", "builder", "held", "lane", "raw")
+
+    def __init__(self, builder: Any, held: Any, lane: int) -> None:
+        self.builder, self.held, self.lane = builder, held, lane
+        self.append: Append = appender(builder)
+        self.raw = type(builder) is RawBuilder
+        """Whether the batch path's helper may append to it (:mod:`aa.mirror.restamp`)."""
+
+    def seal(self) -> None:
+        """Close it with its record count (:func:`seal`): nothing is appended after."""
+        seal(self.builder, len(self.held))

@@ -12,9 +12,8 @@ from dataclasses import dataclass, field
 
 from aa.mirror.delivery import Delivery, FlowClients
 from aa.mirror.settings import FlowSettings
-from aa.mirror.types import Router
 from aa.observe.metrics import Metrics
-from aa.protocols import SchemaIds
+from aa.protocols import Router, SchemaIds
 
 
 @dataclass(frozen=True, slots=True)

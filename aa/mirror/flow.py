@@ -47,9 +47,9 @@ from aa.mirror.settings import FlowSettings
 from aa.mirror.settle import Settler
 from aa.mirror.target import LANES, Target, stop_target
 from aa.mirror.topics import TopicSync
-from aa.mirror.types import Router
 from aa.observe.metrics import Metrics
 from aa.offsets.writer import OffsetSyncWriter, ensure_internal_topic
+from aa.protocols import Router
 from aa.schemas.translator import SchemaTranslator
 
 REBALANCE_TIMEOUT_MS = 300_000
@@ -113,8 +113,7 @@ class MirrorFlow:
         return Target(ctx)
 
     async def run(self, stop: asyncio.Event) -> None:
-        """Copy until ``stop``; raises what stopped the flow (:class:`FlowError` when aa can say
-        what happened)."""
+        """Copy until ``stop``; raises what stopped it (:class:`FlowError`: aa says why)."""
         try:
             await self._run(stop)
         except TopicsFailed as exc:  # its topics fail; the run restarts without them
@@ -186,7 +185,7 @@ class MirrorFlow:
             group = self.delivery.group_id()
             self._skipper = None
             fetched.install()
-            if not getattr(self.router, "forwards_mirrored", lambda: True)():
+            if not self.router.forwards_mirrored():
                 self._skipper = switch.BatchSkipper(s.source)
             budget = MemoryBudget.of(s)
             # lean records, told apart by who wrote their batch (mirror or application)
@@ -253,8 +252,8 @@ class MirrorFlow:
         self.log.info("flow_stopped", copied=self.copied_total)
 
     async def _producer_started(self, stack: contextlib.AsyncExitStack) -> AIOKafkaProducer:
-        """A producer to the target, started, stopped (abandoning what it holds when the flow
-        failed) when the flow's run ends."""
+        """A producer to the target, started; stopped when the run ends (dropping what it
+        holds if the flow failed)."""
         s = self.settings
         producer = AIOKafkaProducer(
             **s.target_client,

@@ -41,8 +41,8 @@ from aa.mirror.control import FlowControl
 from aa.mirror.errors import FlowError
 from aa.mirror.flow import REBALANCE_TIMEOUT_MS, MirrorFlow
 from aa.mirror.settings import FlowSettings
-from aa.mirror.types import Router, RunningFlow
 from aa.observe.metrics import Metrics
+from aa.protocols import Router, RunningFlow
 
 
 def set_of(tp: TopicPartition, sets: int) -> int:

@@ -20,8 +20,7 @@ from typing import Any
 
 from aiokafka import TopicPartition
 
-from aa.kafka.builders import RawBuilder
-from aa.kafka.producers import appender, seal
+from aa.kafka.producers import TargetBatch
 from aa.kafka.records import RawName
 from aa.kafka.switch import MirrorRanges
 from aa.mirror.context import StageContext
@@ -43,8 +42,7 @@ from aa.mirror.restamp import (
     record_count,
 )
 from aa.mirror.target import Target, partition_for
-from aa.mirror.types import Malformed, Skip
-from aa.protocols import SchemaIds, SchemaRefusal, Translate
+from aa.protocols import Malformed, SchemaIds, SchemaRefusal, Skip, Translate
 from aa.provenance import MIRRORED_AT
 
 
@@ -65,8 +63,8 @@ class _Run:
         self.parts = parts
         """Partitions of a re-partitioned target (records go by key hash); ``None``: same."""
         self.limits: TargetLimits | None = None
-        self.open: dict[int, tuple[Any, Any, Any, int]] = {}
-        """Per target partition: its open batch, the records it holds, their append, its lane."""
+        self.open: dict[int, TargetBatch] = {}
+        """Per target partition, its open batch."""
         self.forwarded = self.nbytes = 0
         self.wide = False
         """Whether this fetch holds a full target batch or more of the partition: its batches
@@ -92,7 +90,7 @@ class Forwarder:
         self._marks = [b"".join(encode_header(k, v) for k, v in m) for m in target.marks]
         """Per producer, the ``aa-batch`` mark encoded, for the batch path."""
         self._stamps: dict[TopicPartition, Stamp] = {}
-        self._sealed: dict[tuple[str, int], list[tuple[Any, Any, TopicPartition, int]]] = {}
+        self._sealed: dict[tuple[str, int], list[tuple[TargetBatch, TopicPartition]]] = {}
         """Per target partition, the batches sealed and not yet submitted, in order."""
 
     async def forward(self, batch: Batch) -> Pending:
@@ -130,7 +128,7 @@ class Forwarder:
             else:
                 await self._records(pending, run, records, skipped)
             for p, slot in run.open.items():
-                if slot[1]:
+                if slot.held:
                     self._seal(slot, target, p, tp)
             if pending.malformed is not None:
                 break  # damaged: nothing after it in this batch
@@ -158,9 +156,10 @@ class Forwarder:
         :mod:`aa.mirror.restamp` when it takes it, the rest (decoded) through the record path."""
         tp = run.tp
         stamp = self._stamps.get(tp)
-        local_stamp = getattr(self.ctx.router, "local_stamp", None)  # FlowRouter's
-        if stamp is None and local_stamp is not None:
-            stamp = self._stamps[tp] = Stamp(local_stamp(tp.topic, tp.partition))
+        if stamp is None:
+            local = self.ctx.router.local_stamp(tp.topic, tp.partition)
+            if local is not None:
+                stamp = self._stamps[tp] = Stamp(local)
         if run.parts is not None:
             stamp = None  # re-partitioned: the record path
         screen = run.limits.screen(run.now_ms) if run.limits is not None else None
@@ -189,15 +188,17 @@ class Forwarder:
         start = 0
         while True:
             slot = run.open.get(p)
-            if slot is not None and type(slot[0]) is not RawBuilder and slot[1]:
+            if slot is not None and not slot.raw and slot.held:
                 # a record-path batch is open: records join it one by one until it is sent,
                 # so target batches end where the record path alone would end them
                 return False
-            if slot is None or type(slot[0]) is not RawBuilder:
+            if slot is None or not slot.raw:
                 builder = self.target.new_raw_batch(run.limits, run.codec)
-                slot = run.open[p] = (builder, Held(), appender(builder), self._lane(run, p))
-            builder, held = slot[0], slot[1]
-            got = append(builder, raw, start, len(held), stamp, post, self._marks[slot[3]], screen)
+                slot = run.open[p] = TargetBatch(builder, Held(), self._lane(run, p))
+            held = slot.held
+            got = append(
+                slot.builder, raw, start, len(held), stamp, post, self._marks[slot.lane], screen
+            )
             if got is None:
                 raw.release()
                 return False
@@ -265,23 +266,23 @@ class Forwarder:
                 slot = open_batches.get(p)
                 if slot is None:
                     builder = new_batch(limits, run.codec)
-                    slot = open_batches[p] = (builder, [], appender(builder), self._lane(run, p))
-                held = slot[1]
+                    slot = open_batches[p] = TargetBatch(builder, [], self._lane(run, p))
+                held = slot.held
                 n = len(held)
-                headers = route if n else route + marks[slot[3]]  # a batch's first: see batches
+                headers = route if n else route + marks[slot.lane]  # a batch's first: see batches
                 try:
-                    appended = slot[2](n, ts, key, value, headers)
+                    appended = slot.append(n, ts, key, value, headers)
                 except TypeError:
                     slot = self._pure(run, p, headers)
-                    held = slot[1]
-                    appended = slot[2](0, ts, key, value, route + marks[slot[3]])
+                    held = slot.held
+                    appended = slot.append(0, ts, key, value, route + marks[slot.lane])
                 if appended is None:
                     self._seal(slot, target, p, tp)
                     builder = new_batch(limits, run.codec)
-                    slot = open_batches[p] = (builder, [], appender(builder), slot[3])
-                    held = slot[1]
+                    slot = open_batches[p] = TargetBatch(builder, [], slot.lane)
+                    held = slot.held
                     # an empty batch takes any record; the size was checked above
-                    slot[2](0, ts, key, value, route + marks[slot[3]])
+                    slot.append(0, ts, key, value, route + marks[slot.lane])
                 held.append(r)
                 nbytes += size
                 forwarded += 1
@@ -296,19 +297,19 @@ class Forwarder:
         run.nbytes += nbytes
         return go_on
 
-    def _pure(self, run: _Run, partition: int, headers: list[tuple[str, Any]]) -> Any:
+    def _pure(self, run: _Run, partition: int, headers: list[tuple[str, Any]]) -> TargetBatch:
         """A new batch for a record whose header name is not UTF-8 (:class:`RawName`): aiokafka's
         C builder takes ``str`` names only (``TypeError``), the pure-Python one writes its bytes.
         The batch open there, if any, is sealed first."""
         if not any(type(name) is RawName for name, _ in headers):
             raise TypeError(f"{run.tp}: a record's headers are not (str, bytes) pairs")
         slot = run.open.get(partition)
-        if slot is not None and slot[1]:
+        if slot is not None and slot.held:
             self._seal(slot, run.target, partition, run.tp)
         builder = self.target.new_raw_batch(run.limits, run.codec)
-        lane = slot[3] if slot is not None else self._lane(run, partition)
-        run.open[partition] = (builder, Held(), appender(builder), lane)
-        return run.open[partition]
+        lane = slot.lane if slot is not None else self._lane(run, partition)
+        slot = run.open[partition] = TargetBatch(builder, Held(), lane)
+        return slot
 
     def _lane(self, run: _Run, partition: int) -> int:
         """The producer lane of the run's batches for target ``partition`` (one per run)."""
@@ -317,13 +318,10 @@ class Forwarder:
             lane = run.lanes[partition] = self.target.lane(run.target, partition, run.wide)
         return lane
 
-    def _seal(
-        self, slot: tuple[Any, Any, Any, int], target: str, partition: int, source: TopicPartition
-    ) -> None:
+    def _seal(self, slot: TargetBatch, target: str, partition: int, source: TopicPartition) -> None:
         """Close a full (or a run's last) batch; :meth:`_submit` hands it to the producer."""
-        builder, held, _, lane = slot
-        seal(builder, len(held))
-        self._sealed.setdefault((target, partition), []).append((builder, held, source, lane))
+        slot.seal()
+        self._sealed.setdefault((target, partition), []).append((slot, source))
 
     async def _submit(self, pending: Pending) -> None:
         """Hand the sealed batches to the producer, in order per target partition and
@@ -334,9 +332,9 @@ class Forwarder:
         for i in range(max((len(q) for _, q in queues), default=0)):
             for (target, partition), q in queues:
                 if i < len(q):
-                    builder, held, source, lane = q[i]
-                    fut = await self.target.submit(builder, target, partition, lane)
-                    pending.sends.append((fut, held, target, source))
+                    slot, source = q[i]
+                    fut = await self.target.submit(slot.builder, target, partition, slot.lane)
+                    pending.sends.append((fut, slot.held, target, source))
 
     async def _refuse(
         self,

@@ -41,8 +41,8 @@ from aa.mirror.restarts import CRASH_LIMIT as CRASH_LIMIT  # re-exported: tests 
 from aa.mirror.restarts import HEALTHY_RUN_S as HEALTHY_RUN_S
 from aa.mirror.restarts import Backoff, FlowState, Streak
 from aa.mirror.settings import FlowSettings
-from aa.mirror.types import Router, RunningFlow
 from aa.observe.metrics import Metrics
+from aa.protocols import Router, RunningFlow
 
 log = get_logger("aa.supervisor")
 

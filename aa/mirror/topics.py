@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from aa.admin import ClusterAdmin, TopicInfo
 from aa.logs import get_logger
-from aa.mirror.types import Router
+from aa.protocols import Router
 
 GROWN = (
     "partition counts are the topology's: a topic grown in one DC is grown in every DC it is "

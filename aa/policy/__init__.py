@@ -1,7 +1,7 @@
 """Loop prevention and topic selection: which topics a flow copies, under which names, and per
 record whether to forward it and with which provenance headers.
 
-* :class:`FlowRouter` — per-flow decisions, implements :class:`aa.mirror.types.Router`;
+* :class:`FlowRouter` — per-flow decisions, implements :class:`aa.protocols.Router`;
 * :class:`TopicSelector` / :class:`TopicDecision` — per-topic decisions;
 * :class:`RouteTable` — which flows carry which origin's events (one spanning tree per origin);
 * :class:`IdentityPolicy`, :class:`PrefixPolicy`, :func:`policy_for` — topic naming

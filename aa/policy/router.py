@@ -1,5 +1,5 @@
 """Per-record decisions of one flow A→B: skip (would loop), forward (with which headers), or
-malformed. Implements :class:`aa.mirror.types.Router`; pure, synchronous and cached.
+malformed. Implements :class:`aa.protocols.Router`; pure, synchronous and cached.
 
 Cost model (the hot path): the topic decision is cached per topic; a record without any
 ``aa-*`` header (written locally by an application) takes the fast path — one scan of its
@@ -40,9 +40,9 @@ from typing import Protocol
 from aa.config.kinds import moment_ms
 from aa.config.model import Flow, Topology
 from aa.logs import get_logger
-from aa.mirror.types import Headers, Route, Skip
 from aa.policy.routes import RouteTable
 from aa.policy.selection import TopicDecision, TopicSelector
+from aa.protocols import Headers, Route, Skip
 from aa.provenance import (
     MAX_PATH_BYTES,
     MAX_SRC_BYTES,

@@ -22,8 +22,8 @@ from aa.mirror.delivery import AtLeastOnce, Delivery, FlowClients
 from aa.mirror.flow import MirrorFlow
 from aa.mirror.settings import FlowSettings
 from aa.mirror.supervisor import Backoff, Supervisor
-from aa.mirror.types import Malformed, Route, Skip
 from aa.observe.metrics import Metrics
+from aa.protocols import Malformed, Route, Skip
 from tests.helpers.kafka import Rec, consume_all, create_topic, produce
 
 
@@ -51,6 +51,12 @@ class OriginOnlyRouter:
 
     def target_topic(self, source_topic: str) -> str | None:
         return source_topic
+
+    def forwards_mirrored(self) -> bool:
+        return True
+
+    def local_stamp(self, topic: str, partition: int) -> None:
+        return None  # the record path only
 
     def route_batch(
         self, topic: str, partition: int, records: Sequence[Any], believed: Any = None

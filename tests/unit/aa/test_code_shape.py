@@ -169,3 +169,16 @@ def test_no_private_name_is_imported_from_another_module(package: str) -> None:
         if names:
             private[name] = names
     assert private == {}
+
+
+def test_the_policy_does_not_depend_on_the_mirror() -> None:
+    """``aa.mirror`` builds flows from ``aa.policy``'s routers; the policy knows the flow only
+    through ``aa.protocols`` (issue 32: the two imported each other)."""
+    mods = _modules(ROOT, "aa")
+    known = set(mods)
+    found = {
+        name: sorted(m for m in imports_of(name, path, known) if m.startswith("aa.mirror"))
+        for name, path in mods.items()
+        if name.startswith("aa.policy")
+    }
+    assert {k: v for k, v in found.items() if v} == {}

@@ -21,8 +21,8 @@ from aa.config.load import load_config
 from aa.config.model import Topology
 from aa.config.schema import iter_mm2_keys
 from aa.errors import ConfigError, ProvenanceError
-from aa.mirror.types import Skip
 from aa.policy import FlowRouter
+from aa.protocols import Skip
 from conflict.envelope import Event
 from conflict.errors import DecodeError
 

@@ -28,8 +28,8 @@ from aa.mirror.route import Forwarder
 from aa.mirror.settings import FlowSettings
 from aa.mirror.settle import Settler
 from aa.mirror.target import Target, partition_for
-from aa.mirror.types import Malformed, Route, Skip
 from aa.observe.metrics import Metrics
+from aa.protocols import Malformed, Route, Skip
 from tests.helpers.mirror import stage_context
 
 pytestmark = pytest.mark.unit
@@ -65,6 +65,12 @@ class Router:
 
     def target_topic(self, topic: str) -> str | None:
         return None if topic == "unrouted" else topic
+
+    def forwards_mirrored(self) -> bool:
+        return True
+
+    def local_stamp(self, topic: str, partition: int) -> None:
+        return None  # the record path only
 
     def route_batch(
         self, topic: str, partition: int, records: Sequence[Any], believed: Any = None

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from aa import provenance as pv
 from aa.config import Topology, read_yaml
-from aa.mirror.types import Route, Router, Skip
 from aa.policy import FlowRouter, PrefixPolicy, RouteTable, TopicSelector, is_internal
+from aa.protocols import Route, Router, Skip
 
 pytestmark = pytest.mark.unit
 

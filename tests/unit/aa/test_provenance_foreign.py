@@ -12,8 +12,8 @@ from __future__ import annotations
 import pytest
 
 from aa.config import Topology, read_yaml
-from aa.mirror.types import Skip
 from aa.policy import FlowRouter
+from aa.protocols import Skip
 
 pytestmark = pytest.mark.unit
 
