@@ -16,6 +16,7 @@ from aa.cli.options import topology_command
 from aa.cli.plan import list_topics
 from aa.config import Flow, Topology, load_config
 from aa.errors import AaError
+from aa.kafka import private
 from aa.lag import holds_heartbeats
 from aa.lifecycle import loop_signals
 from aa.logs import get_logger
@@ -62,6 +63,7 @@ START_HINT = (
 
 
 def _run(args: argparse.Namespace) -> int:
+    private.check()  # an aiokafka that moved what aa uses: one error, before any DC is asked
     topology = load_config(args.config)
     selected = select_flows(topology, dc=args.dc, flow=args.flow)
     flows = build_flows(topology, selected)  # a budget too small for them fails here, offline

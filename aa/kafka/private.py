@@ -18,11 +18,17 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from aa.errors import AaError
+from aa.mirror.errors import FlowError
 
 
-class ClientChanged(AaError):
-    """The installed aiokafka lacks internals aa relies on (an upgrade moved them)."""
+class ClientChanged(FlowError):
+    """The installed aiokafka lacks internals aa relies on (an upgrade moved them): no restart
+    cures it, so a flow that meets it stops for good with the message."""
+
+    def __init__(
+        self, message: str, *, kind: str = "client-changed", retriable: bool = False
+    ) -> None:
+        super().__init__(message, kind=kind, retriable=retriable)
 
 
 @dataclass(frozen=True, slots=True)

@@ -263,3 +263,23 @@ async def test_background_loop_waiting_out_a_down_dc_restarts_as_soon_as_the_dc_
     finally:
         sup.stop()
         await asyncio.wait_for(runner, 30)
+
+
+async def test_a_flow_stops_for_good_when_the_installed_aiokafka_lacks_what_aa_uses() -> None:
+    """An aiokafka that moved an internal aa relies on fails every run the same way: the flow
+    stops at once with the message naming it (seen with 0.15.0rc1: restarted every second)."""
+    from aa.kafka.private import ClientChanged
+
+    moved = "aiokafka 9 has moved what aa relies on: aiokafka.x._y (to fetch)"
+    flow, runs = _flows_raising(lambda n: ClientChanged(moved))
+    sup = _supervisor(flow)
+    runner = asyncio.create_task(sup.run(install_signals=False))
+    try:
+        await _until(lambda: sup.states["SF->NYC"].state in ("failed", "backoff") and runs)
+        await _until(lambda: sup.states["SF->NYC"].state == "failed" or len(runs) > 3)
+        assert runs == [1]
+        assert sup.states["SF->NYC"].state == "failed"
+        assert "aiokafka.x._y" in (sup.states["SF->NYC"].last_error or "")
+    finally:
+        sup.stop()
+        await asyncio.wait_for(runner, 30)
