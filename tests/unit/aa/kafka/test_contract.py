@@ -40,3 +40,26 @@ def test_an_instance_attribute_counts_only_where_aiokafka_assigns_it() -> None:
     assert private.present(Private("aiokafka.consumer.fetcher:Fetcher", "_in_flight", ""))
     assert not private.present(Private("aiokafka.consumer.fetcher:Fetcher", "_in_fligh", ""))
     assert not private.present(Private("aiokafka.consumer.fetcher:Nothing", "_in_flight", ""))
+
+
+def test_aa_imports_when_a_protocol_name_moved_so_the_start_check_can_name_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """aiokafka 0.15.0rc1 has no ``aiokafka.protocol.types.TaggedFields``: ``import aa.admin``
+    failed with an ImportError before :func:`aa.kafka.private.check` could say what moved."""
+    import importlib
+
+    from aiokafka.protocol import types
+
+    from aa.kafka import topic_ids
+
+    monkeypatch.delattr(types, "TaggedFields")
+    try:
+        importlib.reload(topic_ids)
+        private.check.cache_clear()
+        with pytest.raises(ClientChanged, match=r"aiokafka\.protocol\.types\.TaggedFields"):
+            private.check()
+    finally:
+        monkeypatch.undo()
+        importlib.reload(topic_ids)
+        private.check.cache_clear()
