@@ -37,6 +37,8 @@ class Tuning:
     delivery: str = "at-least-once"
     """Both replicators' delivery: ``exactly-once`` is aa's ``delivery: exactly-once`` and MM2's
     ``<target>.exactly.once.source.support = enabled`` (KIP-618, dedicated mode since 3.5)."""
+    aa_partition_sets: int = 1
+    """aa's ``exactly_once.partition_sets`` (an exactly-once flow shared by that many processes)."""
 
     def producer_props(self) -> dict[str, str]:
         """Java producer properties equal to aa's producer settings."""
@@ -75,6 +77,11 @@ def aa_topology(
         "topics": {"include": list(topics)},
         "loop_prevention": loop_prevention,
         "delivery": tuning.delivery,
+        **(
+            {"exactly_once": {"partition_sets": tuning.aa_partition_sets}}
+            if tuning.aa_partition_sets > 1
+            else {}
+        ),
         "tuning": {
             "max_poll_records": tuning.max_poll_records,
             "fetch_max_bytes": tuning.fetch_max_bytes,

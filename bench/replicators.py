@@ -44,8 +44,9 @@ def aa_deployment(
     path = run_dir / "aa-topology.yaml"
     path.write_text(text)
     specs = []
-    for flag, value in per_process:
-        log_dir = run_dir / f"aa-{value.replace('->', '-')}"
+    for i, (flag, value) in enumerate(per_process):
+        twin = per_process.index((flag, value)) != i  # more than one process of a flow or DC
+        log_dir = run_dir / f"aa-{value.replace('->', '-')}{f'-{i}' if twin else ''}"
         args = ["--log-format", "json", "run", "--config", str(path), flag, value]
         if profile:
             report = str(log_dir / "profile.txt")
@@ -53,7 +54,7 @@ def aa_deployment(
             argv = (*argv, *args)
         else:
             argv = python_cmd(module, args)
-        specs.append(Spec(f"aa {flag} {value}", argv, log_dir))
+        specs.append(Spec(f"aa {flag} {value}{f' #{i}' if twin else ''}", argv, log_dir))
     return Deployment("aa", tuple(specs), path.name, text)
 
 

@@ -64,6 +64,13 @@ def parser() -> argparse.ArgumentParser:
         help="the codec W1/W4 preload their source in (default: --compression)",
     )
     p.add_argument("--delivery", default="at-least-once", choices=["at-least-once", "exactly-once"])
+    p.add_argument(
+        "--aa-processes",
+        type=int,
+        default=1,
+        help="W1: aa processes running the flow (exactly-once: split in that many partition "
+        "sets, exactly_once.partition_sets)",
+    )
     p.add_argument("--batch-producers", type=int, default=2, help="the broker runner's producers")
     p.add_argument(
         "--aa-memory-budget-mb",
@@ -126,7 +133,7 @@ def main(argv: list[str] | None = None) -> Path:
         mesh_duration_s=args.mesh_duration, runners=runners,
         aa_loop_prevention=args.aa_loop_prevention, aa_profile=args.aa_profile,
         latency_warmup_s=args.latency_warmup, wan_records=args.wan_records,
-        wan_delay_ms=args.wan_delay_ms, framed=args.framed,
+        wan_delay_ms=args.wan_delay_ms, framed=args.framed, aa_processes=args.aa_processes,
         source_compression=args.source_compression or args.compression,
         batch_producers=args.batch_producers,
     )  # fmt: skip
@@ -134,6 +141,7 @@ def main(argv: list[str] | None = None) -> Path:
         batch_size=args.batch_size, linger_ms=args.linger_ms, compression=args.compression,
         mm2_tasks=args.mm2_tasks, aa_memory_budget_mb=args.aa_memory_budget_mb,
         aa_max_bytes_per_s=args.aa_max_bytes_per_s, delivery=args.delivery,
+        aa_partition_sets=args.aa_processes if args.delivery == "exactly-once" else 1,
     )  # fmt: skip
     logging.getLogger("aiokafka").setLevel(logging.ERROR)  # retries on fresh topics are noise
     started = datetime.now(UTC)

@@ -62,6 +62,8 @@ class Params:
     wan_records: int = 500_000
     wan_delay_ms: float = 25.0
     framed: bool = False
+    aa_processes: int = 1
+    """W1: `aa run --flow SF->NYC` processes (exactly-once: the flow in as many partition sets)."""
     source_compression: str = "none"
     """The codec the W1/W4 preload writes the source in (what the replicators decompress)."""
     batch_producers: int = 2
@@ -201,7 +203,8 @@ def _w1_replicate(
     # aa's offset syncs of the run: records written to its sync topic (issue 29 item 7)
     syncs = names.for_flow(names.OFFSET_SYNCS_TOPIC, "SF", "NYC")
     syncs_before = asyncio.run(records_in(ctx.bootstraps["NYC"], syncs))
-    dep = _deploy(ctx, runner, workload, ["SF->NYC"], [topic], ["SF->NYC"], via=via)
+    per = ["SF->NYC"] * (p.aa_processes if runner == "aa" and workload == "W1" else 1)
+    dep = _deploy(ctx, runner, workload, ["SF->NYC"], [topic], per, via=via)
     live = Live(dep, ctx.procs, brokers=ctx.broker_pids).start()
     live.mark("start", live.started)
     try:
