@@ -39,7 +39,15 @@ class AdminError(AaError):
 
 class TopicRefused(AdminError):
     """A cluster refuses to create a topic for a reason no retry changes (see
-    :data:`REFUSED_FOR_GOOD`); the message names the cluster, the topic and why."""
+    :data:`REFUSED_FOR_GOOD`); the message names the cluster, the topic and why. ``refused``:
+    each topic refused and its message; ``created``: the others of the request, created."""
+
+    def __init__(
+        self, message: str, refused: dict[str, str] | None = None, created: list[str] | None = None
+    ) -> None:
+        super().__init__(message)
+        self.refused = refused or {}
+        self.created = created or []
 
 
 class AdminNotAuthorized(AdminError):
@@ -122,7 +130,8 @@ class ClusterAdmin(AsyncResource):
         new = CreateTopics([(n, p, rf, dict(c)) for n, p, c in todo], self._timeout_ms)
         # aiokafka's create_topics stops at v3 (no -1): aa's own request, to the controller
         resp = (await to_controller(self._client, new)).to_object()
-        created = []
+        created: list[str] = []
+        refused: dict[str, str] = {}
         for err in resp["topic_errors"]:
             code = err["error_code"]
             if code == 0:
@@ -132,7 +141,7 @@ class ClusterAdmin(AsyncResource):
                 why = f"{REFUSED_FOR_GOOD[code]}: {err['error_message']}"
                 if len(name) > TOPIC_NAME_MAX:
                     why = f"the name is {len(name)} characters, over Kafka's {TOPIC_NAME_MAX}"
-                raise TopicRefused(f"{self.dc} refuses to create topic {name} ({why})")
+                refused[name] = f"{self.dc} refuses to create topic {name} ({why})"
             elif code == INVALID_REPLICATION_FACTOR:
                 asked = "its default.replication.factor" if rf == BROKER_DEFAULT else f"{rf}"
                 raise AdminError(
@@ -146,6 +155,8 @@ class ClusterAdmin(AsyncResource):
                     f"{self.dc}: creating topic {err['topic']} failed (error {code}): "
                     f"{err['error_message']}"
                 )
+        if refused:  # the others were created: said with it
+            raise TopicRefused("; ".join(refused.values()), refused, created)
         return created
 
     async def add_partitions(self, topic: str, total: int) -> bool:

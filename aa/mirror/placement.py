@@ -13,6 +13,7 @@ from aiokafka.errors import UnknownTopicOrPartitionError
 from aa.mirror.context import StageContext
 from aa.mirror.errors import FlowError, is_crash
 from aa.mirror.limits import TargetLimits, target_limits
+from aa.mirror.pending import Pending, TopicRefusal
 from aa.mirror.topics import TopicSync
 from aa.observe.metrics import Metrics
 
@@ -40,6 +41,8 @@ class Placement:
         if target not in self.topics.partitions:
             if self.ctx.settings.topic_sync:
                 await self.topics.sync(only=source_topic)
+            if target in self.topics.refused:  # its topic fails: see refused()
+                return target
             if target not in self.topics.partitions:
                 try:
                     parts = await self.ctx.clients.producer.partitions_for(target)
@@ -50,6 +53,20 @@ class Placement:
             found = await target_limits(self.ctx.clients.target_admin, [target])
             self.limits[target] = found.get(target, TargetLimits(target))
         return target
+
+    def refused(self, pending: Pending, tp: TopicPartition, offset: int, target: str) -> None:
+        """The target refuses for good to create ``target``: ``tp`` stops at ``offset`` (its
+        first record fetched) and its topic fails, not the flow; each retry tries again."""
+        why = self.topics.refused[target]
+        pending.offsets[tp] = offset
+        pending.failed[tp] = TopicRefusal(
+            offset,
+            "topic-refused",
+            f"{why}; the topic stops (the flow's other topics go on) and is tried again with "
+            "backoff: leave its source topic out of this flow (topics.exclude), or rename it; "
+            "it resumes by itself once the target creates it, or on `aa resume`",
+            target,
+        )
 
     def _missing(self, target: str) -> FlowError:
         """The target topic does not exist: which, where and the fix; retried with backoff, so

@@ -107,6 +107,9 @@ class Forwarder:
                 skipped[(tp.topic, "not-routed")] += record_count(records)
                 pending.offsets[tp] = next_offset(records)
                 continue
+            if target in self.placement.topics.refused:  # not created, for good: it fails
+                self.placement.refused(pending, tp, records[0].offset, target)
+                continue
             parts, same_partition = await self.placement.place(tp, target)
             schemas = self.ctx.schemas
             translate = schemas.translation(tp.topic) if schemas is not None else None

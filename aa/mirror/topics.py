@@ -26,7 +26,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from aa.admin import ClusterAdmin, TopicInfo
+from aa.admin import ClusterAdmin, TopicInfo, TopicRefused
 from aa.logs import get_logger
 from aa.protocols import Router
 
@@ -73,6 +73,9 @@ class TopicSync:
         self.partitions: dict[str, int] = {}
         """Target partition count per *target* topic, as of the last sync."""
         self.max_message_bytes: dict[str, int] = {}
+        self.refused: dict[str, str] = {}
+        """Target topics the target refuses to create for good, with why, as of the last try
+        (their source topics fail: :meth:`aa.mirror.placement.Placement.target_topic`)."""
         """Target topics' ``max.message.bytes`` where set on the topic, as of the last sync."""
         self._log = get_logger("aa.topics", flow=f"{router.source}->{router.target}")
 
@@ -102,7 +105,15 @@ class TopicSync:
         ]
         if self._dead_letter and self._dead_letter not in target_topics:
             missing.append((self._dead_letter, 1, {}))
-        created = await self._target.create_topics(missing)
+        for name, _, _ in missing:
+            self.refused.pop(name, None)
+        try:
+            created = await self._target.create_topics(missing)
+        except TopicRefused as exc:  # those topics fail (the route stage), not the flow
+            if self._dead_letter in exc.refused:  # the flow's own: it stops
+                raise
+            self.refused.update(exc.refused)
+            created = exc.created
         for name in created:
             self._log.info("topic_created", topic=name)
         grown = []
@@ -119,7 +130,9 @@ class TopicSync:
         reconfigured = await self._sync_configs(routed, src_cfg, exclude_new=set(created))
         for _src, (tgt, info) in routed.items():
             have = target_topics.get(tgt)
-            if have is None or tgt in grown:
+            if tgt in self.refused:  # not there: created again at its topic's retry
+                self.partitions.pop(tgt, None)
+            elif have is None or tgt in grown:
                 self.partitions[tgt] = info.partitions
             else:
                 self.partitions[tgt] = have.partitions
@@ -134,7 +147,7 @@ class TopicSync:
         exclude_new: set[str],
     ) -> list[str]:
         tgt_cfg = await self._target.topic_configs(
-            routed_targets := [t for t, _ in routed.values()]
+            routed_targets := [t for t, _ in routed.values() if t not in self.refused]
         )
         # only topics whose configs were read on both sides: one deleted meanwhile has none to
         # copy, and a copy must never be set to "no configs" for want of reading the source's
