@@ -25,6 +25,15 @@ async def aa_cli(*args: str, timeout: float = 120.0) -> CliResult:
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
-    out, err = await asyncio.wait_for(proc.communicate(), timeout)
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(), timeout)
+    except BaseException:
+        # timed out, or the test was stopped (pytest-timeout): the command goes too, and its
+        # pipes are closed on this loop (left open, they were closed when collected, on a
+        # closed loop, failing whichever test ran then with 'Event loop is closed')
+        if proc.returncode is None:
+            proc.kill()
+        await asyncio.shield(proc.wait())
+        raise
     assert proc.returncode is not None
     return CliResult(proc.returncode, out.decode(), err.decode())

@@ -8,6 +8,7 @@ The copies are produced by the test with the headers the mirror adds (no mirror 
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -155,12 +156,17 @@ def test_clean_mesh_then_faults_then_repair(
     (repaired,) = [r for r in got if r.value == b"SF-v0"]
     assert repaired.key == b"SF-k0"
     assert repaired.timestamp == o["SF"][0].ts
-    assert list(repaired.headers) == [
+    *headers, (mark, by) = list(repaired.headers)
+    assert headers == [
         ("app", b"x"),
         ("aa-origin", b"SF"),
         ("aa-path", b"SF,NYC"),
         ("aa-src", f"SF/{orders}/0/0".encode()),
     ]
+    # the batch is marked as a mirror marks its batches (NYC/<the repair producer's id>), so the
+    # flows out of NYC carry the record on as SF's
+    assert mark == "aa-batch", mark
+    assert re.fullmatch(rb"NYC/\d+", by), by
 
 
 def test_empty_window_is_clean_and_records_state(
