@@ -131,9 +131,10 @@ class AtLeastOnce:
         self._unknown: set[str] = set()
         """Source topics fetched whose id is not known yet."""
         self._retry_at: dict[str, float] = {}
-        self._copied: dict[TopicPartition, int] = {}
-        """Per partition held, the offset after the last copy the target acknowledged (one
-        int per partition: bounded)."""
+        self._unsaved: dict[TopicPartition, int] = {}
+        """Per partition, the offset after the copies the target acknowledged whose commit the
+        group refused (it had dropped this member); gone once a commit reaches it (one int per
+        partition: bounded)."""
 
     def group_id(self) -> str | None:
         return self._settings.group_id
@@ -175,24 +176,27 @@ class AtLeastOnce:
         return {tp: await consumer.committed(tp) for tp in tps}
 
     def rewind(self, tp: TopicPartition, offset: int) -> None:
-        if self._copied.get(tp, offset) > offset:  # commits stop at ``offset`` too
-            self._copied[tp] = offset
+        if self._unsaved.get(tp, offset) > offset:  # commits stop at ``offset`` too
+            self._unsaved[tp] = offset
 
     async def regained(self, tps: set[TopicPartition]) -> None:
         """A partition this run had copied further than the group's commit (the commit failed:
         the group had dropped this member, e.g. the source was out of reach longer than the
         session timeout) resumes where its copies ended, and the group's offset is set there:
         copying again from the commit would duplicate what the target already acknowledged.
-        Never ahead: only offsets whose copies the target acknowledged count, and a commit past
-        them (another member copied further meanwhile) wins."""
-        mine = {tp: o for tp, o in self._copied.items() if tp in tps}
+        Never ahead: only offsets whose copies the target acknowledged and whose commit was
+        refused count; a commit past them (another member copied further meanwhile) wins; and a
+        partition with no commit at all is left to the group (its topic was deleted and created
+        again, offsets from 0: the old copies say nothing of it, so it is copied again, never
+        skipped)."""
+        mine = {tp: self._unsaved.pop(tp) for tp in tps if tp in self._unsaved}
         if not mine or self._clients is None:
             return
         consumer = self._clients.consumer
         ahead = {}
         for tp, offset in mine.items():
             committed = await consumer.committed(tp)
-            if committed is None or committed < offset:
+            if committed is not None and committed < offset:
                 ahead[tp] = offset
         if not ahead:
             return
@@ -242,16 +246,20 @@ class AtLeastOnce:
         offsets = {tp: o for tp, o in ready.items() if tp in assigned}
         if not offsets:
             return True
-        for tp, offset in offsets.items():  # acknowledged by the target: see regained()
-            if offset > self._copied.get(tp, -1):
-                self._copied[tp] = offset
         try:
             await consumer.commit(offsets)
         except (CommitFailedError, IllegalStateError) as exc:
             # A rebalance took the partitions away: a new owner re-copies from the last commit
             # (duplicates, never loss); this process, if it gets them back, resumes after its
-            # own copies (regained).
+            # own copies, acknowledged by the target (regained).
+            for tp, offset in offsets.items():
+                if offset > self._unsaved.get(tp, -1):
+                    self._unsaved[tp] = offset
             self._clients.log.warning("commit_failed_rebalance", error=str(exc))
+        else:
+            for tp, offset in offsets.items():
+                if self._unsaved.get(tp, offset) <= offset:
+                    self._unsaved.pop(tp, None)
         return True
 
     def refusal(self, exc: BaseException) -> FlowError | None:

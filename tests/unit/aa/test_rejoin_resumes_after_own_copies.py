@@ -79,3 +79,33 @@ async def test_a_rewound_partition_resumes_where_copies_stopped() -> None:
     consumer.fail = False
     await d.regained({TP})
     assert consumer.seeks == [(TP, 70)]
+
+
+async def test_a_recreated_topics_partition_is_read_from_its_start_not_past_old_copies() -> None:
+    """The source topic was deleted and created again (offsets from 0; the broker dropped the
+    group's offsets with it): the partition comes back with no commit, and the old
+    incarnation's copies say nothing about the new one. Seeking past them skipped the new
+    topic's first records (the deleted-and-recreated drill: 1,500 of 3,000 copied)."""
+    consumer = _Consumer(committed=40)
+    d = await _delivery(consumer)
+    assert await d.commit({TP: 250}, final=True)  # the old incarnation, copied and committed
+    consumer.committed_at = None  # deleted, created again: no commit
+    await d.regained({TP})
+    assert consumer.seeks == []
+    assert await d.commit({TP: 100}, final=True)  # the new incarnation, copied to 100
+    consumer.committed_at = 100
+    await d.regained({TP})  # a rebalance: the commit is where the copies are
+    assert consumer.seeks == []
+
+
+async def test_a_partition_with_no_commit_is_not_sought_past_a_failed_one() -> None:
+    """A partition whose group holds no commit at all (a topic created again after this
+    process's commit failed) is read from where the group starts it: copies again, never
+    skips."""
+    consumer = _Consumer(committed=None)
+    d = await _delivery(consumer)
+    consumer.fail = True
+    await d.commit({TP: 100}, final=True)
+    consumer.fail = False
+    await d.regained({TP})
+    assert consumer.seeks == []
