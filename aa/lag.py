@@ -20,6 +20,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from aa.admin import ClusterAdmin
 from aa.config import Flow, Topology
 from aa.kafka import fetched, switch
+from aa.kafka.records import CorruptBatch
 from aa.lifecycle import started
 from aa.mirror.build import flow_settings
 from aa.mirror.positions import StoredOffsets, stored_offsets
@@ -184,6 +185,6 @@ async def _timestamps(
             if records and tp in left:
                 left.discard(tp)
                 consumer.pause(tp)
-                if type(records[0]) is not fetched.CorruptBatch:
+                if not isinstance(records[0], CorruptBatch):
                     out[tp] = records[0].timestamp
     return out

@@ -117,6 +117,26 @@ class Malformed:
     error: str
 
 
+class FetchedRecord(Protocol):
+    """One fetched record as the mirror reads it: aiokafka's own record object, or aa's
+    (:class:`aa.kafka.records.Record`, where aiokafka cannot decode a batch)."""
+
+    @property
+    def offset(self) -> int: ...
+
+    @property
+    def timestamp(self) -> int: ...
+
+    @property
+    def key(self) -> bytes | None: ...
+
+    @property
+    def value(self) -> bytes | None: ...
+
+    @property
+    def headers(self) -> Sequence[tuple[str, bytes | None]]: ...
+
+
 Route = list[tuple[str, bytes]] | Skip | Malformed
 """Forward with these headers, skip, or treat as malformed."""
 

@@ -20,7 +20,7 @@ keeps the partition with each fetched list (:class:`aa.mirror.pending.Pending`).
 A consumer whose switch has ``raw`` set (the flow's, when :func:`aa.mirror.restamp.enabled`)
 gets each CreateTime data batch (compressed or not, transactional or not: aborted ones are
 dropped first, control batches never handed out) that starts at or after its fetch position as
-one :class:`~aa.mirror.restamp.RawBatch`, undecoded, for the batch path of
+one :class:`~aa.kafka.records.RawBatch`, undecoded, for the batch path of
 :mod:`aa.mirror.restamp`; aiokafka's position still moves record batch by record batch.
 
 aiokafka has no hook for this: its fetcher builds a ``PartitionRecords`` per fetched partition
@@ -36,16 +36,15 @@ import functools
 import itertools
 import struct
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 from aiokafka.consumer import fetcher as _fetcher
 from aiokafka.structs import TopicPartition
 
 from aa.kafka import private
-from aa.kafka.records import BatchError, decode_batch
+from aa.kafka.records import BatchError, CorruptBatch, Polled, RawBatch, decode_batch
 from aa.kafka.switch import BatchSkipper, LeanRecords
-from aa.mirror.restamp import RawBatch, crc_ok
+from aa.mirror.restamp import crc_ok
 
 _LENGTH = struct.Struct(">i")
 
@@ -67,18 +66,6 @@ class _Skipped:
 
     def __iter__(self) -> Iterator[Any]:
         return iter(())
-
-
-@dataclass(frozen=True, slots=True)
-class CorruptBatch:
-    """Handed out in place of a fetched batch that fails its CRC check (a damaged source log),
-    as the last item of its partition's list: the partition's fetch ends there, and the
-    consumer's position is one past :attr:`offset` until the flow seeks it back (see
-    :meth:`aa.mirror.fetch.Fetcher.next_batch`). aiokafka would raise instead, losing the
-    records fetched before it, and raise again on every fetch after a restart."""
-
-    offset: int
-    """The first offset of the damaged batch that this fetch asked for."""
 
 
 class _Damaged:
@@ -371,7 +358,7 @@ def install() -> None:
     _fetcher.MemoryRecords = _Fetched
 
 
-def partition_records(tp: TopicPartition, data: bytes, switch: LeanRecords | None) -> list[Any]:
+def partition_records(tp: TopicPartition, data: bytes, switch: LeanRecords | None) -> list[Polled]:
     """What a consumer with ``switch`` as its ``key_deserializer`` gets from a fetch of ``tp``
     that returned ``data`` at offset 0 (CRCs checked, read uncommitted): offline, for the
     benchmarks. :func:`install` first, to get what a flow's consumer gets."""

@@ -14,10 +14,13 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard, cast
 
 from aiokafka import codec
 from aiokafka.record import default_records
+from aiokafka.structs import TopicPartition
+
+from aa.protocols import FetchedRecord
 
 BATCH_HEADER = 61
 """Bytes of a record batch before its first record (base offset through record count)."""
@@ -204,7 +207,7 @@ def record_bytes(
     return body + _size(body)
 
 
-def batch_records(data: bytes) -> list[Any]:
+def batch_records(data: bytes) -> list[FetchedRecord]:
     """A whole record batch's records as the flow's consumer gets them: decoded by aiokafka
     (its own record objects), or by :func:`decode_batch` where aiokafka cannot (a header name
     that is not UTF-8)."""
@@ -212,6 +215,86 @@ def batch_records(data: bytes) -> list[Any]:
         return list(default_records.DefaultRecordBatch(data))
     except UnicodeDecodeError:
         return list(decode_batch(data))
+
+
+class RawBatch:
+    """A fetched source batch, not decoded: ``offset`` is its first offset (at or after the
+    fetch position), ``next_offset`` the one after its last, ``timestamp`` its max timestamp."""
+
+    __slots__ = ("_body", "count", "data", "next_offset", "offset", "timestamp")
+
+    def __init__(self, data: Any, offset: int, next_offset: int, timestamp: int) -> None:
+        self.data = data
+        self.offset = offset
+        self.next_offset = next_offset
+        self.count = next_offset - offset
+        self.timestamp = timestamp
+        self._body: bytes | None = None
+
+    def body(self) -> bytes | None:
+        """A compressed batch's records decompressed (once, kept until :meth:`release`);
+        ``None`` when the batch is uncompressed (its records follow its header in ``data``)."""
+        if self._body is None:
+            self._body = decompressed(self.data)
+        return self._body
+
+    def release(self) -> None:
+        """Drop the decompressed records (re-encoded: only the fetched bytes stay held)."""
+        self._body = None
+
+    def held_bytes(self) -> int:
+        """Its size as fetched, or decompressed where it was."""
+        return len(self.data) if self._body is None else len(self._body)
+
+    def records(self) -> list[FetchedRecord]:
+        """Its records, decoded by aiokafka as the flow's consumer would (the record path), or
+        by aa where aiokafka cannot (a header name that is not UTF-8)."""
+        return [r for r in batch_records(bytes(self.data)) if r.offset >= self.offset]
+
+
+Fetched = FetchedRecord | RawBatch
+"""One item of a fetched partition's list as the flow's consumer hands it out: a decoded
+record (aiokafka's, or aa's :class:`Record`), or a whole source batch undecoded (only for a
+consumer whose switch has ``raw`` set, :mod:`aa.kafka.fetched`)."""
+
+
+def decoded(records: Sequence[Fetched]) -> TypeGuard[Sequence[FetchedRecord]]:
+    """Whether a fetched partition's list holds no :class:`RawBatch` (a pass over it)."""
+    return not any(type(r) is RawBatch for r in records)
+
+
+@dataclass(frozen=True, slots=True)
+class CorruptBatch:
+    """Handed out in place of a fetched batch that fails its CRC check (a damaged source log),
+    as the last item of its partition's list: the partition's fetch ends there, and the
+    consumer's position is one past :attr:`offset` until the flow seeks it back (see
+    :meth:`aa.mirror.fetch.Fetcher.next_batch`). aiokafka would raise instead, losing the
+    records fetched before it, and raise again on every fetch after a restart."""
+
+    offset: int
+    """The first offset of the damaged batch that this fetch asked for."""
+
+
+Polled = Fetched | CorruptBatch
+"""One item of a fetched partition's list as ``getmany`` returns it: a :class:`CorruptBatch`
+only last (:meth:`aa.mirror.fetch.Fetcher.next_batch` takes it out)."""
+
+
+def take_corrupt(
+    polled: dict[TopicPartition, list[Polled]],
+) -> tuple[dict[TopicPartition, Sequence[Fetched]], dict[TopicPartition, int]]:
+    """``getmany``'s result with every :class:`CorruptBatch` taken out (a partition left with
+    nothing dropped), and per partition where its damaged batch starts."""
+    corrupt: dict[TopicPartition, int] = {}
+    for tp, records in list(polled.items()):
+        last = records[-1]
+        if type(last) is CorruptBatch:
+            records.pop()
+            if not records:
+                del polled[tp]
+            corrupt[tp] = last.offset
+    # the lists hold no CorruptBatch now (one is only ever last)
+    return cast("dict[TopicPartition, Sequence[Fetched]]", polled), corrupt
 
 
 def batch_builder(producer_id: int, base_sequence: int, codec: int = 0) -> Any:

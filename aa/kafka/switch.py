@@ -88,7 +88,7 @@ class LeanRecords:
     consumer also tells mirror-written batches apart (:attr:`believed`)."""
 
     raw = False
-    """Hand out eligible batches undecoded (:class:`~aa.mirror.restamp.RawBatch`)."""
+    """Hand out eligible batches undecoded (:class:`~aa.kafka.records.RawBatch`)."""
 
     def __init__(self, source_dc: str | None = None) -> None:
         self.source_dc = source_dc

@@ -153,7 +153,7 @@ def is_crash(exc: BaseException) -> bool:
     that waiting does not cure: a batch failing its CRC check (a damaged log) fails the same
     way on every read. False for a DC down (another Kafka client error, an ``OSError``) or an
     error aa explains. (The flows' own consumers never raise for a damaged batch: see
-    :class:`aa.kafka.fetched.CorruptBatch`; other readers, of internal topics, do.)"""
+    :class:`aa.kafka.records.CorruptBatch`; other readers, of internal topics, do.)"""
     if isinstance(exc, CorruptRecordException):
         return True
     return not isinstance(exc, AaError | KafkaError | OSError)

@@ -9,7 +9,7 @@ only logs what a listener raises; so a failed drain is recorded here and re-rais
 had worked (and its commit, which did not happen, is never made later for it).
 
 A batch that fails its CRC check (a damaged source log) ends its partition's list as a
-:class:`~aa.kafka.fetched.CorruptBatch`. :meth:`Fetcher.next_batch` takes it out and moves the
+:class:`~aa.kafka.records.CorruptBatch`. :meth:`Fetcher.next_batch` takes it out and moves the
 partition's position back to it, so the records before it are copied and committed and the
 batch is fetched once more (a fault in transit would not repeat); damaged at the same offset
 again, :attr:`Fetcher.damage` is the error that stops the flow for good, before it.
@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 from aiokafka import ConsumerRebalanceListener, TopicPartition
 
-from aa.kafka.fetched import CorruptBatch
+from aa.kafka.records import Polled, take_corrupt
 from aa.kafka.switch import BatchSkipper
 from aa.mirror.context import StageContext
 from aa.mirror.delivery import Delivery
@@ -70,13 +70,14 @@ class Fetcher:
         generation = self.generation
         if self.share is not None:
             self.share.follow()
-        batch = await self.ctx.clients.consumer.getmany(
+        polled: dict[TopicPartition, list[Polled]] = await self.ctx.clients.consumer.getmany(
             timeout_ms=200, max_records=self.ctx.settings.max_poll_records
         )
         if self.share is not None:  # before the next fetch leaves: no await in between
-            self.share.observe(batch)
-        for tp in [tp for tp, records in batch.items() if type(records[-1]) is CorruptBatch]:
-            self._corrupt(batch, tp)
+            self.share.observe(polled)
+        batch, corrupt = take_corrupt(polled)
+        for tp, at in corrupt.items():
+            self._corrupt(tp, at)
         if self.skipper is not None:
             for tp, n in self.skipper.take().items():  # mirror-written batches, unread
                 counter = self._mirror_skipped.get(tp.topic)
@@ -90,13 +91,9 @@ class Fetcher:
         self.raise_revoke_error()
         return generation, batch
 
-    def _corrupt(self, batch: Batch, tp: TopicPartition) -> None:
-        """Take the :class:`CorruptBatch` ending ``tp``'s list out of ``batch`` and move the
-        position back to it: fetched once more, or (damaged there twice) :attr:`damage`."""
-        records = batch[tp]
-        at = records.pop().offset
-        if not records:
-            del batch[tp]
+    def _corrupt(self, tp: TopicPartition, at: int) -> None:
+        """Move ``tp``'s position back to the :class:`CorruptBatch` taken out of its list (at
+        ``at``): fetched once more, or (damaged there twice) :attr:`damage`."""
         self.ctx.clients.consumer.seek(tp, at)
         s = self.ctx.settings
         where = f"{tp.topic}/{tp.partition}@{at}"

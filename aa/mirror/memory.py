@@ -44,11 +44,17 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from aiokafka import TopicPartition
 
 from aa.kafka.consumer import FetchSizes
-from aa.mirror.restamp import RawBatch, next_offset
+from aa.kafka.records import RawBatch
+from aa.mirror.restamp import next_offset
 from aa.mirror.settings import FlowSettings
+
+if TYPE_CHECKING:
+    from aa.kafka.records import Polled
 
 MIB = 1024 * 1024
 MIN_PARTITION_FETCH = 1024
@@ -124,15 +130,15 @@ class PartitionShare:
         self.behind = 0
         """Partitions the last fetch left behind their end (0: none, or not known yet)."""
 
-    def observe(self, batch: Any) -> None:
+    def observe(self, batch: dict[TopicPartition, list[Polled]]) -> None:
         """Note what a fetch showed, then :meth:`follow` it before the next fetch is sent: the
         largest whole source batch (the last of each partition's list, when it came undecoded:
-        :class:`~aa.mirror.restamp.RawBatch`), and how many partitions are still behind their
+        :class:`~aa.kafka.records.RawBatch`), and how many partitions are still behind their
         end (the last stable offset, or the high watermark; unknown counts as behind)."""
         behind = 0
         for tp, records in batch.items():
             last = records[-1]
-            if type(last) is RawBatch and len(last.data) > self.largest:
+            if isinstance(last, RawBatch) and len(last.data) > self.largest:
                 self.largest = len(last.data)
             end = self._consumer.last_stable_offset(tp)
             end = self._consumer.highwater(tp) if end is None else end

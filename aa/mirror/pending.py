@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from aiokafka import TopicPartition
 
+from aa.kafka.records import Fetched
 from aa.mirror.errors import FlowError
 
 
@@ -25,8 +27,8 @@ class TopicRefusal:
     """The target topic that refused it (its limits are read again before the retry)."""
 
 
-Batch = dict[TopicPartition, list[Any]]
-"""A fetched batch: per source partition, its records in offset order."""
+Batch = dict[TopicPartition, Sequence[Fetched]]
+"""A fetched batch: per source partition, its records (and raw batches) in offset order."""
 
 
 class TopicsFailed(FlowError):

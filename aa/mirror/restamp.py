@@ -34,16 +34,20 @@ from __future__ import annotations
 import os
 import struct
 from collections.abc import Iterator, Sequence
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
 
 from aa.kafka.builders import AVAILABLE, RawBuilder
-from aa.kafka.records import batch_records, decompressed
+from aa.kafka.records import Fetched, RawBatch, decoded
+from aa.protocols import FetchedRecord
 from aa.provenance import MIRRORED_AT, SRC, LocalStamp
 
 try:
     from aa.mirror import _restamp as _helper
 except ImportError:  # not built: the record path only (see the module doc)
     _helper = None  # type: ignore[assignment]  # the module's absence is the fallback
+
+if TYPE_CHECKING:
+    from aa.kafka.records import Polled
 
 
 PURE_PYTHON_ENV = "AA_PURE_PYTHON"
@@ -63,80 +67,50 @@ def enabled() -> bool:
     return available() and os.environ.get(PURE_PYTHON_ENV, "") in ("", "0")
 
 
-class RawBatch:
-    """A fetched source batch, not decoded: ``offset`` is its first offset (at or after the
-    fetch position), ``next_offset`` the one after its last, ``timestamp`` its max timestamp."""
-
-    __slots__ = ("_body", "count", "data", "next_offset", "offset", "timestamp")
-
-    def __init__(self, data: Any, offset: int, next_offset: int, timestamp: int) -> None:
-        self.data = data
-        self.offset = offset
-        self.next_offset = next_offset
-        self.count = next_offset - offset
-        self.timestamp = timestamp
-        self._body: bytes | None = None
-
-    def body(self) -> bytes | None:
-        """A compressed batch's records decompressed (once, kept until :meth:`release`);
-        ``None`` when the batch is uncompressed (its records follow its header in ``data``)."""
-        if self._body is None:
-            self._body = decompressed(self.data)
-        return self._body
-
-    def release(self) -> None:
-        """Drop the decompressed records (re-encoded: only the fetched bytes stay held)."""
-        self._body = None
-
-    def records(self) -> list[Any]:
-        """Its records, decoded by aiokafka as the flow's consumer would (the record path), or
-        by aa where aiokafka cannot (a header name that is not UTF-8)."""
-        return [r for r in batch_records(bytes(self.data)) if r.offset >= self.offset]
-
-
-def next_offset(records: Sequence[Any]) -> int:
-    """The offset after a fetched list (records and :class:`RawBatch`\\ es)."""
+def next_offset(records: Sequence[Polled]) -> int:
+    """The offset after a fetched list (records, :class:`RawBatch`\\ es, a last
+    :class:`~aa.kafka.records.CorruptBatch`)."""
     last = records[-1]
-    return last.next_offset if type(last) is RawBatch else int(last.offset) + 1
+    return last.next_offset if isinstance(last, RawBatch) else last.offset + 1
 
 
-def from_offset(records: list[Any], offset: int) -> list[Any]:
+def from_offset(records: Sequence[Fetched], offset: int) -> list[Fetched]:
     """A fetched list from ``offset`` on: a :class:`RawBatch` wholly before it dropped, one
     across it decoded (its records from there)."""
-    out: list[Any] = []
+    out: list[Fetched] = []
     for r in records:
         if r.offset >= offset:
             out.append(r)
-        elif type(r) is RawBatch and r.next_offset > offset:
+        elif isinstance(r, RawBatch) and r.next_offset > offset:
             out.extend(x for x in r.records() if x.offset >= offset)
     return out
 
 
-def record_count(records: Sequence[Any]) -> int:
-    return sum(r.count if type(r) is RawBatch else 1 for r in records)
+def record_count(records: Sequence[Fetched]) -> int:
+    return sum(r.count if isinstance(r, RawBatch) else 1 for r in records)
 
 
-def fetched_bytes(records: Sequence[Any]) -> int:
+def fetched_bytes(records: Sequence[Fetched]) -> int:
     """A fetched list's bytes: a :class:`RawBatch` by its size as fetched, or decompressed
     where it was (at least its records' key and value bytes), a decoded record by its key and
     value bytes."""
     n = 0
     for r in records:
-        if type(r) is RawBatch:
-            n += len(r.data) if r._body is None else len(r._body)
+        if isinstance(r, RawBatch):
+            n += r.held_bytes()
         else:
             key, value = r.key, r.value
             n += (len(key) if key is not None else 0) + (len(value) if value is not None else 0)
     return n
 
 
-def expand(records: list[Any]) -> list[Any]:
+def expand(records: Sequence[Fetched]) -> Sequence[FetchedRecord]:
     """A fetched list with every :class:`RawBatch` decoded (for the record path)."""
-    if not any(type(r) is RawBatch for r in records):
+    if decoded(records):
         return records
-    out: list[Any] = []
+    out: list[FetchedRecord] = []
     for r in records:
-        if type(r) is RawBatch:
+        if isinstance(r, RawBatch):
             out.extend(r.records())
         else:
             out.append(r)
@@ -151,10 +125,10 @@ class Held(Sequence[Any]):
     __slots__ = ("_n", "_spans")
 
     def __init__(self) -> None:
-        self._spans: list[tuple[Any, int, int]] = []
+        self._spans: list[tuple[Fetched, int, int]] = []
         self._n = 0
 
-    def append(self, record: Any) -> None:
+    def append(self, record: FetchedRecord) -> None:
         self._spans.append((record, 0, 1))
         self._n += 1
 
@@ -169,11 +143,11 @@ class Held(Sequence[Any]):
         """``(first offset, count)`` per span (:class:`aa.offsets.sync.Spans`: offset syncs
         read these, not the records)."""
         for item, lo, hi in self._spans:
-            yield (item.offset + lo, hi - lo) if type(item) is RawBatch else (item.offset, 1)
+            yield (item.offset + lo, hi - lo) if isinstance(item, RawBatch) else (item.offset, 1)
 
-    def __iter__(self) -> Iterator[Any]:
+    def __iter__(self) -> Iterator[FetchedRecord]:
         for item, lo, hi in self._spans:
-            if type(item) is RawBatch:
+            if isinstance(item, RawBatch):
                 yield from item.records()[lo:hi]
             else:
                 yield item
@@ -191,7 +165,7 @@ class Held(Sequence[Any]):
             raise IndexError(i)
         for item, lo, hi in self._spans:
             if i < hi - lo:
-                return _At(item.offset + lo + i) if type(item) is RawBatch else item
+                return _At(item.offset + lo + i) if isinstance(item, RawBatch) else item
             i -= hi - lo
         raise IndexError(i)  # pragma: no cover - the count says otherwise
 

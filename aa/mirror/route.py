@@ -15,13 +15,13 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, cast
 
 from aiokafka import TopicPartition
 
 from aa.kafka.producers import TargetBatch
-from aa.kafka.records import RawName
+from aa.kafka.records import Fetched, RawBatch, RawName
 from aa.kafka.switch import MirrorRanges
 from aa.mirror.context import StageContext
 from aa.mirror.limits import SCREEN_SLACK, TargetLimits, headers_size
@@ -30,7 +30,6 @@ from aa.mirror.placement import Placement
 from aa.mirror.refusals import FIXES, REFUSED
 from aa.mirror.restamp import (
     Held,
-    RawBatch,
     Screen,
     Stamp,
     append,
@@ -42,8 +41,10 @@ from aa.mirror.restamp import (
     record_count,
 )
 from aa.mirror.target import Target, partition_for
-from aa.protocols import Malformed, SchemaIds, SchemaRefusal, Skip, Translate
+from aa.protocols import FetchedRecord, Malformed, SchemaIds, SchemaRefusal, Skip, Translate
 from aa.provenance import MIRRORED_AT
+
+_Skipped = Counter[tuple[str, str]]  # records not forwarded, per (source topic, reason)
 
 
 class _Run:
@@ -97,7 +98,7 @@ class Forwarder:
         """Route a fetched batch and submit it; the :class:`Pending` the commit stage settles."""
         now_ms = int(time.time() * 1000)
         pending = Pending(fetched_ms=now_ms)
-        skipped: Counter[tuple[str, str]] = Counter()
+        skipped: _Skipped = Counter()
         syncs = self.ctx.clients.syncs
         for tp, records in batch.items():
             if syncs is not None:
@@ -126,10 +127,10 @@ class Forwarder:
             # only a flow with more than one producer chooses lanes (exactly-once has one): no
             # pass over the records for nothing
             run.wide = self._lanes > 1 and fetched_bytes(records) >= self.ctx.settings.batch_size
-            if type(records[-1]) is RawBatch or type(records[0]) is RawBatch:
+            if isinstance(records[-1], RawBatch) or isinstance(records[0], RawBatch):
                 await self._raw(pending, run, records, skipped)
-            else:
-                await self._records(pending, run, records, skipped)
+            else:  # only its ends are read (cheap), as before the lists were typed
+                await self._records(pending, run, cast("Sequence[FetchedRecord]", records), skipped)
             for p, slot in run.open.items():
                 if slot.held:
                     self._seal(slot, target, p, tp)
@@ -153,7 +154,7 @@ class Forwarder:
         return pending
 
     async def _raw(
-        self, pending: Pending, run: _Run, records: list[Any], skipped: Counter[tuple[str, str]]
+        self, pending: Pending, run: _Run, records: Sequence[Fetched], skipped: _Skipped
     ) -> None:
         """A fetched list holding :class:`RawBatch`\\ es: each through the batch path of
         :mod:`aa.mirror.restamp` when it takes it, the rest (decoded) through the record path."""
@@ -167,9 +168,9 @@ class Forwarder:
             stamp = None  # re-partitioned: the record path
         screen = run.limits.screen(run.now_ms) if run.limits is not None else None
         post = encoded_stamp(run.now_ms)
-        loose: list[Any] = []  # decoded records waiting for the record path, in order
+        loose: list[FetchedRecord] = []  # decoded records waiting for the record path, in order
         for item in records:
-            if type(item) is not RawBatch:
+            if not isinstance(item, RawBatch):
                 loose.append(item)
                 continue
             if stamp is not None:
@@ -218,7 +219,7 @@ class Forwarder:
             del run.open[p]
 
     async def _records(
-        self, pending: Pending, run: _Run, records: list[Any], skipped: Counter[tuple[str, str]]
+        self, pending: Pending, run: _Run, records: Sequence[FetchedRecord], skipped: _Skipped
     ) -> bool:
         """The record path: each record routed, screened and appended; false when a refused
         record stops the flow (``on_error: fail``)."""

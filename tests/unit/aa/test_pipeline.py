@@ -13,7 +13,7 @@ import pytest
 from aiokafka import TopicPartition
 from aiokafka.errors import KafkaConnectionError
 
-from aa.kafka.fetched import CorruptBatch
+from aa.kafka.records import CorruptBatch
 from aa.logs import get_logger
 from aa.mirror.commit import Committer
 from aa.mirror.context import StageContext

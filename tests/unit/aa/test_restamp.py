@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 from aa.config import read_yaml
 from aa.kafka import fetched, switch
+from aa.kafka import records as kafka_records
 from aa.kafka.builders import RawBuilder
 from aa.mirror import restamp
 from aa.mirror.limits import TargetLimits
@@ -329,7 +330,7 @@ def test_a_corrupt_batch_is_refused_on_both_paths(raw: bool) -> None:
         TP, fetcher.MemoryRecords(bytes(blob)), [], 0, lean, None, True, 0
     )
     got = list(partition)
-    assert got[-1] == fetched.CorruptBatch(len(EDGES))
+    assert got[-1] == kafka_records.CorruptBatch(len(EDGES))
     decoded = [r for item in got[:-1] for r in (item.records() if raw else [item])]
     assert [r.offset for r in decoded] == list(range(len(EDGES)))
     plain = fetcher.PartitionRecords(
