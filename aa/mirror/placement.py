@@ -54,6 +54,10 @@ class Placement:
             self.limits[target] = found.get(target, TargetLimits(target))
         return target
 
+    def refuses(self, target: str) -> bool:
+        """Whether the target refused to create ``target`` for good (its topic fails)."""
+        return target in self.topics.refused
+
     def refused(self, pending: Pending, tp: TopicPartition, offset: int, target: str) -> None:
         """The target refuses for good to create ``target``: ``tp`` stops at ``offset`` (its
         first record fetched) and its topic fails, not the flow; each retry tries again."""

@@ -108,7 +108,7 @@ class Forwarder:
                 skipped[(tp.topic, "not-routed")] += record_count(records)
                 pending.offsets[tp] = next_offset(records)
                 continue
-            if target in self.placement.topics.refused:  # not created, for good: it fails
+            if self.placement.refuses(target):  # not created, for good: it fails
                 self.placement.refused(pending, tp, records[0].offset, target)
                 continue
             parts, same_partition = await self.placement.place(tp, target)

@@ -94,6 +94,9 @@ class Placement:
     async def target_topic(self, topic: str) -> str | None:
         return None if topic == "unrouted" else topic
 
+    def refuses(self, target: str) -> bool:
+        return False
+
     async def place(self, tp: TopicPartition, target: str) -> tuple[int, bool]:
         return self.parts, self.same
 
