@@ -90,6 +90,9 @@ class _Placement:
     async def target_topic(self, topic: str) -> str:
         return topic
 
+    def refuses(self, target: str) -> bool:
+        return False
+
     async def place(self, tp: TopicPartition, target: str) -> tuple[int, bool]:
         return 1, True
 

@@ -16,12 +16,12 @@ import asyncio
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from typing import Any, cast
+from typing import Any
 
 from aiokafka import TopicPartition
 
 from aa.kafka.producers import TargetBatch
-from aa.kafka.records import Fetched, RawBatch, RawName
+from aa.kafka.records import Fetched, RawBatch, RawName, decoded
 from aa.kafka.switch import MirrorRanges
 from aa.mirror.context import StageContext
 from aa.mirror.limits import SCREEN_SLACK, TargetLimits, headers_size
@@ -127,10 +127,10 @@ class Forwarder:
             # only a flow with more than one producer chooses lanes (exactly-once has one): no
             # pass over the records for nothing
             run.wide = self._lanes > 1 and fetched_bytes(records) >= self.ctx.settings.batch_size
-            if isinstance(records[-1], RawBatch) or isinstance(records[0], RawBatch):
+            if decoded(records):  # a raw batch may sit between two decoded ends: a pass
+                await self._records(pending, run, records, skipped)
+            else:
                 await self._raw(pending, run, records, skipped)
-            else:  # only its ends are read (cheap), as before the lists were typed
-                await self._records(pending, run, cast("Sequence[FetchedRecord]", records), skipped)
             for p, slot in run.open.items():
                 if slot.held:
                     self._seal(slot, target, p, tp)

@@ -16,6 +16,7 @@ from aiokafka.consumer import fetcher
 from aiokafka.errors import CorruptRecordException
 from aiokafka.producer.message_accumulator import BatchBuilder
 from aiokafka.record.default_records import DefaultRecordBatchBuilder
+from aiokafka.record.util import calc_crc32c
 from aiokafka.structs import TopicPartition
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -369,3 +370,28 @@ def test_exactly_once_admits_a_raw_batch_from_its_next_offset() -> None:
     assert [r.offset for r in across] == list(range(11, 16))
     assert restamp.next_offset(across) == 16
     assert restamp.from_offset(raws, 16) == []
+
+
+def _log_append_time(batch: bytes) -> bytes:
+    """``batch`` as a broker with ``message.timestamp.type=LogAppendTime`` holds it (the
+    attributes' timestamp-type bit set, the CRC computed again): the batch path leaves it to the
+    record path."""
+    out = bytearray(batch)
+    attributes = struct.unpack_from(">h", out, 21)[0] | 0x08
+    struct.pack_into(">h", out, 21, attributes)
+    struct.pack_into(">I", out, 17, calc_crc32c(bytes(out[21:])))
+    return bytes(out)
+
+
+def test_raw_batches_between_two_decoded_ends_are_copied_too() -> None:
+    """A fetch that starts inside a batch (decoded from the position) and ends with a batch the
+    batch path leaves to the record path holds raw batches between two decoded records: the
+    route stage chose its path by the list's ends only, and handed the raw batches to the
+    record path as if they were records."""
+    blob = source_batch(10, EDGES) + source_batch(18, EDGES) + _log_append_time(
+        source_batch(26, EDGES)
+    )
+    out = same_both_ways(blob, fetch_offset=13)
+    assert out["raw_batches"] == 1
+    assert out["copied"] == {"t": 5 + 2 * len(EDGES)}
+    assert out["offsets"] == {TP: 34}
