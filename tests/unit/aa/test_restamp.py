@@ -388,8 +388,10 @@ def test_raw_batches_between_two_decoded_ends_are_copied_too() -> None:
     batch path leaves to the record path holds raw batches between two decoded records: the
     route stage chose its path by the list's ends only, and handed the raw batches to the
     record path as if they were records."""
-    blob = source_batch(10, EDGES) + source_batch(18, EDGES) + _log_append_time(
-        source_batch(26, EDGES)
+    blob = (
+        source_batch(10, EDGES)
+        + source_batch(18, EDGES)
+        + _log_append_time(source_batch(26, EDGES))
     )
     out = same_both_ways(blob, fetch_offset=13)
     assert out["raw_batches"] == 1
