@@ -43,6 +43,14 @@ def eos_topology(
     return config, ["run", "--config", str(config), "--flow", f"{a}->{b}", "--metrics-port", "0"]
 
 
+def _interruptible() -> None:
+    """Ctrl-C reaches the command as it reaches one run from a terminal: a suite started in the
+    background (`make test &`, a CI runner's job) ignores SIGINT, the child inherits that, and
+    Python then installs no KeyboardInterrupt for it (`aa status --watch` ran on after the
+    test's SIGINT)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 class AaProcess:
     """One `aa ...` subprocess with its output in a log file."""
 
@@ -56,6 +64,7 @@ class AaProcess:
             stdout=self._log,
             stderr=subprocess.STDOUT,
             env=env,
+            preexec_fn=_interruptible,
         )
 
     def kill9(self) -> None:
