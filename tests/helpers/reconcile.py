@@ -5,8 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
+import orjson
+
+from aa.cli.main import main as aa_main
 from aa.provenance import LOCAL, MIRRORED_AT, SourceRef
 from conflict import HLC, Event
 from conflict.ids import new_id
@@ -115,3 +119,24 @@ def suspect_events(df: Any, suspect: Any) -> Any:
     evs = events(df, ("value", "headers")).withColumn("key_h", F.xxhash64("key"))
     keys = F.broadcast(suspect.select("ltopic", "key_h"))
     return evs.join(keys, ["ltopic", "key_h"], "left_semi")
+
+
+def run_reconcile(config: Path, out: Path, since: int, until: int, *extra: str) -> tuple[int, Any]:
+    """``aa reconcile`` of the users-* events in this process (the suite's Spark session serves
+    it): its exit code and its summary (``None`` when it wrote none)."""
+    code = aa_main(
+        [
+            "reconcile",
+            "--config", str(config),
+            "--since", str(since),
+            "--until", str(until),
+            "--out", str(out),
+            "--master", "local[2]",
+            "--shuffle-partitions", "2",
+            "--events", "users-.*",
+            "--bucket", "1m",
+            *extra,
+        ]
+    )  # fmt: skip
+    path = out / "summary.json"
+    return code, orjson.loads(path.read_bytes()) if path.exists() else None

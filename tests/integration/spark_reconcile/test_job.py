@@ -18,11 +18,11 @@ from typing import Any
 import orjson
 import pytest
 
-from aa.cli.main import main as aa_main
 from spark_reconcile.stages.read import records_dir
 from tests.conftest import DcCluster
 from tests.helpers.kafka import Rec, consume_all, create_topic, produce
 from tests.helpers.reconcile import Row, copy_of, mesh
+from tests.helpers.reconcile import run_reconcile as _reconcile
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow]
 
@@ -51,26 +51,6 @@ def _write(clusters: dict[str, DcCluster], topic: str, data: dict[str, list[Row]
                 await produce(clusters[dc].bootstrap, topic, recs)
 
     asyncio.run(go())
-
-
-def _reconcile(config: Path, out: Path, since: int, until: int, *extra: str) -> tuple[int, Any]:
-    code = aa_main(
-        [
-            "reconcile",
-            "--config", str(config),
-            "--since", str(since),
-            "--until", str(until),
-            "--out", str(out),
-            "--master", "local[2]",
-            "--shuffle-partitions", "2",
-            "--events", "users-.*",
-            "--bucket", "1m",
-            *extra,
-        ]
-    )  # fmt: skip
-    summary_path = out / "summary.json"
-    summary = orjson.loads(summary_path.read_bytes()) if summary_path.exists() else None
-    return code, summary
 
 
 @pytest.fixture

@@ -23,18 +23,17 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
-import orjson
 import pytest
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, RecordsToDelete
 
-from aa.cli.main import main as aa_main
 from aa.config import load_config
 from aa.mirror.build import build_flows, group_id
 from tests.conftest import DcCluster
 from tests.helpers.kafka import Rec, consume_all, create_topic, eventually, produce
 from tests.helpers.mirror import committed, running_flow
 from tests.helpers.reconcile import Row, mesh
+from tests.helpers.reconcile import run_reconcile as _reconcile
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow]
 
@@ -79,25 +78,6 @@ async def _delete_before(bootstrap: str, topic: str, offset: int) -> None:
         await admin.delete_records({TopicPartition(topic, 0): RecordsToDelete(offset)})
     finally:
         await admin.close()
-
-
-def _reconcile(config: Path, out: Path, since: int, until: int, *extra: str) -> tuple[int, Any]:
-    code = aa_main(
-        [
-            "reconcile",
-            "--config", str(config),
-            "--since", str(since),
-            "--until", str(until),
-            "--out", str(out),
-            "--master", "local[2]",
-            "--shuffle-partitions", "2",
-            "--events", "users-.*",
-            "--bucket", "1m",
-            *extra,
-        ]
-    )  # fmt: skip
-    path = out / "summary.json"
-    return code, orjson.loads(path.read_bytes()) if path.exists() else None
 
 
 class MeshRun(NamedTuple):
