@@ -42,7 +42,14 @@ from aiokafka.consumer import fetcher as _fetcher
 from aiokafka.structs import TopicPartition
 
 from aa.kafka import private
-from aa.kafka.records import BatchError, CorruptBatch, Polled, RawBatch, decode_batch
+from aa.kafka.records import (
+    BatchError,
+    CorruptBatch,
+    Polled,
+    RawBatch,
+    decode_batch,
+    use_kafka_levels,
+)
 from aa.kafka.switch import BatchSkipper, LeanRecords
 from aa.mirror.restamp import crc_ok
 
@@ -341,6 +348,7 @@ def install() -> None:
     batches (idempotent; see the module doc). Checks first that this aiokafka has every
     internal aa relies on (:func:`aa.kafka.private.check`)."""
     private.check()
+    use_kafka_levels()
     current = getattr(_fetcher, "PartitionRecords", None)
     if current is _PartitionRecords:
         return

@@ -117,6 +117,13 @@ NAMES = (
                 "gzip_decode snappy_decode lz4_decode zstd_decode",
                 "decode batches aiokafka cannot",
             ),
+            *(
+                (module, "lz4_encode gzip_encode", "compress at Kafka's levels")
+                for module in (
+                    "aiokafka.record.default_records",
+                    "aiokafka.record._crecords.default_records",
+                )
+            ),
             ("aiokafka.conn", "create_conn", "check a DC's TLS and SASL at start"),
             ("aiokafka.protocol.metadata", "MetadataRequest", "read a DC's cluster id at start"),
             (

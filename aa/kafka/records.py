@@ -11,6 +11,7 @@ aiokafka would give it: offset, timestamp, key, value and headers.
 
 from __future__ import annotations
 
+import importlib
 import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -31,10 +32,23 @@ _CODECS: dict[int, Callable[[bytes], bytes]] = {
     3: codec.lz4_decode,
     4: codec.zstd_decode,
 }
+
+
+def lz4_fast(data: bytes) -> bytes:
+    """An lz4 frame as Kafka's Java producer writes one at its default level: LZ4's fast
+    compressor (level 0 here; aiokafka's default, level 9, is LZ4 HC, ~8 times the CPU)."""
+    return bytes(codec.lz4_encode(data, level=0))
+
+
+def gzip_default(data: bytes) -> bytes:
+    """gzip at zlib's default level 6, as Java's ``GZIPOutputStream`` (aiokafka's: 9)."""
+    return bytes(codec.gzip_encode(data, compresslevel=6))
+
+
 _ENCODERS: dict[int, Callable[[bytes], bytes]] = {
-    1: codec.gzip_encode,
+    1: gzip_default,
     2: codec.snappy_encode,
-    3: codec.lz4_encode,
+    3: lz4_fast,
     4: codec.zstd_encode,
 }
 _LOG_APPEND_TIME = 0x08
@@ -54,9 +68,23 @@ def decompressed(data: Any) -> bytes | None:
     return decode(bytes(data[BATCH_HEADER:]))
 
 
+BUILDER_MODULES = ("aiokafka.record.default_records", "aiokafka.record._crecords.default_records")
+"""aiokafka's record batch builders (pure-Python and C): each calls its module's encoders."""
+
+
+def use_kafka_levels() -> None:
+    """Let aiokafka's batch builders (the record path's, every aa producer's) compress lz4 and
+    gzip as :func:`compress` does, at the levels of Kafka's Java producer (idempotent)."""
+    for name in BUILDER_MODULES:
+        module = importlib.import_module(name)
+        module.lz4_encode = lz4_fast  # type: ignore[attr-defined]  # module globals it calls
+        module.gzip_encode = gzip_default  # type: ignore[attr-defined]
+
+
 def compress(codec_id: int, records: bytes) -> bytes:
     """A batch's records compressed with ``codec_id`` as aiokafka's C batch builder compresses
-    them (its encoders and levels, and compressed even when that saves nothing)."""
+    them once :func:`aa.kafka.fetched.install` gave it Kafka's levels (compressed even when
+    that saves nothing)."""
     return _ENCODERS[codec_id](records)
 
 
