@@ -18,7 +18,7 @@ key starting with ``aa-`` or outside ASCII, and is inside the target's limits; o
 writes nothing and the batch is decoded by aiokafka and routed record by record as before
 (:meth:`RawBatch.records`). Same-partition copies only: a re-partitioned target decodes too.
 
-The output is byte for byte what the record path writes (``tests/unit/aa/test_restamp.py``
+The output is byte for byte what the record path writes (``tests/unit/aa/mirror/test_restamp.py``
 compares them): the target batch is aiokafka's pure-Python record batch builder
 (:class:`aa.kafka.builders.RawBuilder`), whose buffer the helper appends to and whose header,
 CRC and compression aiokafka writes as usual.

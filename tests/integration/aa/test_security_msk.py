@@ -4,7 +4,7 @@ and sends them over SASL OAUTHBEARER to a broker listener whose test plugin acce
 any token (only MSK itself can check an AWS signature). The test reads what the brokers were
 sent: a presigned ``kafka-cluster:Connect`` request for the region in ``AWS_REGION``, signed with
 the access key aa was given; records are copied and a group fails over. The provider's caching
-and refresh are proven in tests/unit/aa/test_security_settings.py."""
+and refresh are proven in tests/unit/aa/config/test_security_settings.py."""
 
 from __future__ import annotations
 

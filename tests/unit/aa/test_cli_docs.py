@@ -20,7 +20,7 @@ from aa.cli.groups import group_hint, unknown_group_error
 from aa.cli.main import build_parser, glue_dash_values, main
 from tests.helpers.cli import aa_cli
 from tests.helpers.processes import write_topology
-from tests.unit.aa.test_cli_errors import _dead_ports
+from tests.unit.aa.cli.test_errors import _dead_ports
 
 pytestmark = pytest.mark.unit
 

@@ -13,7 +13,7 @@ from aa.times import iso, parse_time
 from spark_reconcile.window import parse_time as reconcile_time
 from tests.helpers.cli import aa_cli
 from tests.helpers.processes import write_topology
-from tests.unit.aa.test_cli_errors import _assert_one_clear_line, _dead_ports
+from tests.unit.aa.cli.test_errors import _assert_one_clear_line, _dead_ports
 
 pytestmark = pytest.mark.unit
 

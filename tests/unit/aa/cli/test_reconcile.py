@@ -15,7 +15,7 @@ from aa.cli.main import main
 
 pytestmark = pytest.mark.unit
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[4]
 
 
 def _job(out: Path, code: int, crossed: list[str]) -> object:

@@ -20,7 +20,7 @@ from aa.policy.naming import is_internal
 
 pytestmark = pytest.mark.unit
 
-AA = Path(__file__).resolve().parents[3] / "aa"
+AA = Path(__file__).resolve().parents[4] / "aa"
 THREE = """
 datacenters:
   SF: {bootstrap: "127.0.0.1:19092"}

@@ -16,7 +16,7 @@ from aa.policy.plan import build_plan, render
 
 pytestmark = pytest.mark.unit
 
-EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[4] / "examples"
 
 
 def test_properties_syntax() -> None:

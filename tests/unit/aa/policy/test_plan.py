@@ -14,7 +14,7 @@ from aa.policy.plan import build_plan, render
 
 pytestmark = pytest.mark.unit
 
-EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[4] / "examples"
 DCS = """
 datacenters:
   SF: {bootstrap: "127.0.0.1:19092"}

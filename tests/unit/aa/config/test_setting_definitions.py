@@ -208,7 +208,7 @@ def test_kinds_say_what_they_allow() -> None:
 
 
 def test_configuration_reference_tables_match_the_definitions() -> None:
-    path = Path(__file__).resolve().parents[3] / "docs" / "configuration.md"
+    path = Path(__file__).resolve().parents[4] / "docs" / "configuration.md"
     text = path.read_text()
     assert sorted(reference.block_names(text)) == sorted(reference.blocks()), (
         "docs/configuration.md needs one `<!-- BEGIN settings: NAME -->` block per section"

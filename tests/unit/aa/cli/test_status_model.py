@@ -24,7 +24,7 @@ from aa.lag import PartitionLag
 from aa.observe.metrics import Metrics
 from tests.helpers.cli import aa_cli
 from tests.helpers.processes import write_topology
-from tests.unit.aa.test_cli_errors import _dead_ports
+from tests.unit.aa.cli.test_errors import _dead_ports
 
 pytestmark = pytest.mark.unit
 

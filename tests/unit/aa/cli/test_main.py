@@ -17,7 +17,7 @@ from aa.cli.main import build_parser, main
 
 pytestmark = pytest.mark.unit
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[4]
 
 
 def _commands(

@@ -22,7 +22,7 @@ from aa.errors import ConfigError
 
 pytestmark = pytest.mark.unit
 
-EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[4] / "examples"
 
 THREE = """
 datacenters:
