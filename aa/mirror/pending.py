@@ -76,3 +76,21 @@ class Pending:
     at that record; the flow fails its topic and goes on with the others."""
     malformed: FlowError | None = None
     """Set when a refused record stops the flow (``on_error: fail``): ``offsets`` stop at it."""
+
+    def counts(self) -> Copies:
+        """What counting it needs once settled, without its sends or records."""
+        return Copies(self.copied, self.bytes, self.timestamps, self.fetched_ms)
+
+
+@dataclass(frozen=True, slots=True)
+class Copies:
+    """A settled batch's copies as counted: records and bytes per source partition, their
+    timestamps, when it was routed. Exactly-once keeps these until the transaction commits
+    (up to ``commit_interval_s`` and a drain), not the :class:`Pending`: its sends hold the
+    source records, and on the batch path each of those holds its whole fetched partition
+    buffer (skipped mirror batches too), past the in-flight share that released them."""
+
+    copied: Counter[TopicPartition]
+    bytes: Counter[TopicPartition]
+    timestamps: list[int]
+    fetched_ms: int

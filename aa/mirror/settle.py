@@ -14,7 +14,7 @@ from aiokafka.errors import KafkaError, KafkaTimeoutError
 from aa.mirror.context import StageContext
 from aa.mirror.errors import FlowError, not_authorized, topic_not_authorized
 from aa.mirror.limits import target_limits
-from aa.mirror.pending import Pending, TopicRefusal, TopicsFailed
+from aa.mirror.pending import Copies, Pending, TopicRefusal, TopicsFailed
 from aa.mirror.refusals import BROKER_REFUSALS
 from aa.mirror.target import Target
 
@@ -25,8 +25,9 @@ class Settler:
     def __init__(self, ctx: StageContext, target: Target) -> None:
         self.ctx = ctx
         self.target = target
-        self._uncounted: list[Pending] = []
-        """Settled copies not counted yet (exactly-once: until their transaction commits)."""
+        self._uncounted: list[Copies] = []
+        """Settled copies not counted yet (exactly-once: until their transaction commits),
+        without their records (:class:`Copies`)."""
         self.copied_total = 0
 
     async def settle(self, pending: Pending) -> None:
@@ -56,7 +57,7 @@ class Settler:
                 + "; ".join(f"{tp.topic} failed: {r.reason}" for tp, r in failed.items()),
                 refusals=failed,
             )
-        self._uncounted.append(pending)
+        self._uncounted.append(pending.counts())
         if not self.ctx.delivery.transactional:
             self.publish_counts()
 
@@ -66,13 +67,13 @@ class Settler:
         now = time.time()
         m, labels = self.ctx.metrics, self.ctx.labels
         hist, age = m.latency.labels(**labels), m.record_age.labels(**labels)
-        for pending in self._uncounted:
-            for ts in pending.timestamps:
+        for copies in self._uncounted:
+            for ts in copies.timestamps:
                 hist.observe(max(0.0, now - ts / 1000))
-                age.observe(max(0.0, (pending.fetched_ms - ts) / 1000))
-            for tp, n in pending.copied.items():
+                age.observe(max(0.0, (copies.fetched_ms - ts) / 1000))
+            for tp, n in copies.copied.items():
                 if n:
-                    nbytes = pending.bytes[tp]
+                    nbytes = copies.bytes[tp]
                     topic, part = tp.topic, str(tp.partition)
                     m.records.labels(**labels, topic=topic).inc(n)
                     m.bytes.labels(**labels, topic=topic).inc(nbytes)
