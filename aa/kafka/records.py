@@ -270,6 +270,12 @@ class RawBatch:
         """Drop the decompressed records (re-encoded: only the fetched bytes stay held)."""
         self._body = None
 
+    def detach(self) -> None:
+        """Hold a copy of its own bytes instead of a view of its partition's fetched bytes,
+        whose other batches the flow skipped (:meth:`aa.mirror.fetch.Fetcher.next_batch`)."""
+        if isinstance(self.data, memoryview):
+            self.data = bytes(self.data)
+
     def held_bytes(self) -> int:
         """Its size as fetched, or decompressed where it was."""
         return len(self.data) if self._body is None else len(self._body)

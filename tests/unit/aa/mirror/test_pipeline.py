@@ -15,7 +15,8 @@ import pytest
 from aiokafka import TopicPartition
 from aiokafka.errors import KafkaConnectionError
 
-from aa.kafka.records import CorruptBatch
+from aa.kafka.records import CorruptBatch, RawBatch
+from aa.kafka.switch import BatchSkipper
 from aa.logs import get_logger
 from aa.mirror.commit import Committer
 from aa.mirror.context import StageContext
@@ -607,6 +608,27 @@ async def test_a_batch_failing_its_crc_once_is_fetched_again_and_copying_goes_on
     _, second = await fetcher.next_batch()
     assert [r.offset for r in second[TP0]] == [2, 3]
     assert fetcher.damage is None
+
+
+async def test_raw_batches_fetched_beside_skipped_mirror_batches_hold_only_their_own_bytes() -> (
+    None
+):
+    """A raw batch is a view of its partition's fetched bytes; where the flow skipped mirror
+    batches of that partition (two thirds of a topic in a 3-DC mesh) the view would hold them
+    too until the copy settles, unseen by the in-flight share (which counts the batch): it
+    gets its own bytes. A partition with nothing skipped keeps its views (no copy)."""
+    fetched_buffer = bytes(range(256)) * 64
+    mixed = RawBatch(memoryview(fetched_buffer)[100:300], 0, 2, 0)
+    alone = RawBatch(memoryview(fetched_buffer)[300:400], 0, 1, 0)
+    skipper = BatchSkipper("A")
+    skipper.skipped[TP0] = 5
+    consumer = Fetches({TP0: [mixed], TP1: [alone]})
+    fetcher = Fetcher(stage_context(settings(), Router(), consumer=consumer), skipper)
+    _, batch = await fetcher.next_batch()
+    assert batch[TP0] == [mixed]
+    assert type(mixed.data) is bytes
+    assert mixed.data == fetched_buffer[100:300]
+    assert isinstance(alone.data, memoryview)
 
 
 async def test_a_batch_failing_its_crc_twice_at_one_offset_stops_the_flow_for_good() -> None:
