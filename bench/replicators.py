@@ -84,3 +84,20 @@ def mm2_deployment(
         )
         specs.append(Spec(f"mm2 --clusters {target}", argv, log_dir))
     return Deployment("mm2", tuple(specs), path.name, text)
+
+
+def rawcopy_deployment(
+    run_dir: Path, source: str, target: str, topic: str, tuning: Tuning
+) -> Deployment:
+    """``python -m bench.rawcopy``: ``topic`` copied whole batch by whole batch (the target
+    topic must exist), with the replicators' consumer fetch sizes; its config is its command."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    c = tuning.consumer_props()
+    args = [
+        "--source", source, "--target", target, "--topic", topic,
+        "--max-poll-records", c["max.poll.records"], "--fetch-max-bytes", c["fetch.max.bytes"],
+        "--max-partition-fetch-bytes", c["max.partition.fetch.bytes"],
+    ]  # fmt: skip
+    argv = python_cmd("bench.rawcopy", args)
+    spec = Spec("rawcopy", argv, run_dir / "rawcopy")
+    return Deployment("rawcopy", (spec,), "command line", " ".join(argv))

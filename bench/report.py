@@ -54,7 +54,7 @@ def ratios(workloads: dict[str, Any]) -> None:
     """Add ``ratios`` (aa/mm2, aa/ceiling) to each workload result, in place."""
     if (w1 := workloads.get("W1")) and "aa" in w1:
         aa, mm2, ceil = w1["aa"], w1.get("mm2", {}), w1.get("ceiling", {})
-        broker = w1.get("broker", {})
+        broker, raw = w1.get("broker", {}), w1.get("rawcopy", {})
         w1["ratios"] = {
             "aa/mm2 records_per_s": _ratio(aa["records_per_s"], mm2.get("records_per_s")),
             "aa/mm2 records_per_cpu_s": _ratio(
@@ -62,6 +62,10 @@ def ratios(workloads: dict[str, Any]) -> None:
             ),
             "aa/ceiling records_per_s": _ratio(aa["records_per_s"], ceil.get("records_per_s")),
             "aa/broker records_per_s": _ratio(aa["records_per_s"], broker.get("records_per_s")),
+            "aa/rawcopy records_per_s": _ratio(aa["records_per_s"], raw.get("records_per_s")),
+            "aa/rawcopy records_per_cpu_s": _ratio(
+                aa["records_per_cpu_s"], raw.get("records_per_cpu_s")
+            ),
         }
     if (w2 := workloads.get("W2")) and "aa" in w2:
         lat = {r: w2[r]["latency"] for r in ("aa", "mm2", "ceiling") if r in w2}
@@ -143,7 +147,7 @@ def _pcts(ceiling: dict[str, Any], kind: str) -> str:
 def _disk_lines(w: dict[str, Any]) -> list[str]:
     """Each replicator's target bytes on disk against its source's (log segments)."""
     out = []
-    for r in ("aa", "mm2"):
+    for r in ("aa", "mm2", "rawcopy"):
         disk = w.get(r, {}).get("disk_bytes") or {}
         if disk.get("target/source") is not None:
             out.append(
@@ -151,6 +155,16 @@ def _disk_lines(w: dict[str, Any]) -> list[str]:
                 f"{disk['source'] / 2**20:,.1f} MiB: {disk['target/source']:.3f}x"
             )
     return ["", *out] if out else []
+
+
+def _broker_cpu_lines(w: dict[str, Any]) -> list[str]:
+    """The target broker's CPU seconds over each copy (dedicated brokers only)."""
+    cells = []
+    for r in ("aa", "mm2", "rawcopy"):
+        cpu = w.get(r, {}).get("broker_cpu_s", {}).get("NYC")
+        if cpu is not None:
+            cells.append(f"{r} {cpu:,.1f}")
+    return ["", "target broker CPU s over the copy: " + ", ".join(cells)] if cells else []
 
 
 def table(workloads: dict[str, Any]) -> str:
@@ -161,8 +175,9 @@ def table(workloads: dict[str, Any]) -> str:
             f"W1 catch-up: {w1['records']:,} records x {w1['record_size']} B, "
             f"{w1['partitions']} partitions"
         )
-        out += _runs(w1, ("aa", "mm2", "ceiling", "broker"), _COPY, _copy_cells)
+        out += _runs(w1, ("aa", "mm2", "rawcopy", "ceiling", "broker"), _COPY, _copy_cells)
         out += _disk_lines(w1)
+        out += _broker_cpu_lines(w1)
         if (synced := w1.get("aa", {}).get("sync_records")) is not None:
             per = synced / w1["records"] * 1000
             out.append(f"\naa's offset syncs: {synced:,} records, {per:.2f} per 1,000 copied")

@@ -37,8 +37,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--runners",
         default="ceiling,mm2,aa",
-        help="subset of ceiling,broker,mm2,aa (broker: the target's write limit with large "
-        "batches from several producers at once, W1)",
+        help="subset of ceiling,broker,rawcopy,mm2,aa (broker: the target's write limit with "
+        "large batches from several producers at once, W1; rawcopy: W1's topic copied by "
+        "bench.rawcopy, fetched batches written unchanged)",
     )
     p.add_argument("--records", type=int, default=1_000_000, help="W1 records")
     p.add_argument("--record-size", type=int, default=512)

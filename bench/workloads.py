@@ -35,7 +35,7 @@ from bench.procs import (
     python_cmd,
 )
 from bench.procstat import MachineTicks, Sampler, cpu_of
-from bench.replicators import Deployment, aa_deployment, mm2_deployment
+from bench.replicators import Deployment, aa_deployment, mm2_deployment, rawcopy_deployment
 
 MB = 1024 * 1024
 WARMUP = 100
@@ -139,6 +139,11 @@ def _deploy(
             loop_prevention=ctx.params.aa_loop_prevention, profile=ctx.params.aa_profile,
             module=ctx.params.aa_module, schemas=ctx.schemas if workload == "W1" else None,
         )  # fmt: skip
+    if runner == "rawcopy":  # one flow, the topic as it is
+        (flow,) = flows
+        (topic,) = topics
+        src, dst = flow.split("->")
+        return rawcopy_deployment(run_dir, bootstraps[src], bootstraps[dst], topic, ctx.tuning)
     targets = [p.split("->")[1] if "->" in p else p for p in per]
     policy = IDENTITY if workload != "W3" else DEFAULT_POLICY
     return mm2_deployment(
@@ -204,6 +209,8 @@ def _w1_replicate(
     syncs = names.for_flow(names.OFFSET_SYNCS_TOPIC, "SF", "NYC")
     syncs_before = asyncio.run(records_in(ctx.bootstraps["NYC"], syncs))
     per = ["SF->NYC"] * (p.aa_processes if runner == "aa" and workload == "W1" else 1)
+    if runner == "rawcopy":  # it creates no topics (aa and MM2 create theirs)
+        asyncio.run(create_topics(ctx.bootstraps["NYC"], [topic], p.partitions))
     dep = _deploy(ctx, runner, workload, ["SF->NYC"], [topic], per, via=via)
     live = Live(dep, ctx.procs, brokers=ctx.broker_pids).start()
     live.mark("start", live.started)
@@ -384,7 +391,7 @@ def w2(ctx: Ctx) -> dict[str, Any]:
     n = p.rate * p.duration_s
     out: dict[str, Any] = {"rate": p.rate, "duration_s": p.duration_s, "records": n}
     src, dst = ctx.bootstraps["SF"], ctx.bootstraps["NYC"]
-    for runner in [r for r in p.runners if r != "broker"]:
+    for runner in [r for r in p.runners if r not in ("broker", "rawcopy")]:
         topic = ctx.topic("w2", runner)
         asyncio.run(create_topics(src, [topic], p.partitions))
         live: Live | None = None
