@@ -96,12 +96,16 @@ async def write_paced(
     value_size: int = 100,
     tag: str = "v",
     running: asyncio.Event | None = None,
+    first: int = 0,
 ) -> int:
     """Write ``n`` records spread over about ``seconds`` (a steady stream the faults hit).
 
     While ``running`` is clear the writer waits (its own cluster is down in a source drill).
-    Values are ``tag:i`` padded to ``value_size``; returns how many were acknowledged.
+    Values are ``tag:i`` padded to ``value_size``, ``i`` from ``first`` (a second writer goes
+    on where a first one stopped); returns how many were acknowledged.
     """
+    if running is not None:  # a writer started while its cluster is down starts once it is up
+        await running.wait()
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5)
     await producer.start()
     now_ms = int(time.time() * 1000)
@@ -113,7 +117,7 @@ async def write_paced(
             if running is not None:
                 await running.wait()
             futures = []
-            for i in range(sent, min(n, sent + chunk)):
+            for i in range(first + sent, first + min(n, sent + chunk)):
                 value = f"{tag}:{i}:".encode().ljust(value_size, b".")
                 futures.append(
                     await producer.send(

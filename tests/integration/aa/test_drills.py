@@ -302,14 +302,18 @@ async def test_drill_broker_stopped_mid_stream_and_restarted(
     topic = unique_name(f"bounce-{side}")
     mirror = await _setup(pair, tmp_path, topic, delivery)
     down = pair.nyc.cluster if side == "target" else pair.sf.cluster
-    running = asyncio.Event()  # the writer waits while its own cluster (SF) is down
+    running = asyncio.Event()  # the writers wait while their own cluster (SF) is down
     running.set()
+    # half the records before the fault, the other half from the moment the broker is down: on
+    # a loaded machine one paced writer had finished, and the mirror caught up, before the
+    # broker stopped (lag 0 before and during the fault: nothing could show it)
+    first = drill_size.records // 2
     writer = asyncio.create_task(
         drill.write_paced(
             pair.sf.direct,
             topic,
-            drill_size.records,
-            seconds=drill_size.fault_s * 3,
+            first,
+            seconds=drill_size.fault_s * 1.5,
             partitions=PARTITIONS,
             running=running,
         )
@@ -323,8 +327,21 @@ async def test_drill_broker_stopped_mid_stream_and_restarted(
         running.clear()
     log_at_fault = mirror.log.stat().st_size
     await drill.stop_broker(down)
+    rest = asyncio.create_task(
+        drill.write_paced(
+            pair.sf.direct,
+            topic,
+            drill_size.records - first,
+            seconds=drill_size.fault_s * 1.5,
+            partitions=PARTITIONS,
+            running=running,
+            first=first,
+        )
+    )
     try:
-        shown = await _bounce_shows(mirror, down, before, side, delivery, drill_size, writer.done)
+        shown = await _bounce_shows(
+            mirror, down, before, side, delivery, drill_size, lambda: writer.done() and rest.done()
+        )
         during = mirror.log.read_bytes()[log_at_fault:].decode(errors="replace")
     finally:  # (a failed drill must not leave the module's broker down for the next ones)
         await drill.restart_broker(down)
@@ -334,7 +351,7 @@ async def test_drill_broker_stopped_mid_stream_and_restarted(
     repeats = client_log_repeats(during)
     assert max(repeats.values(), default=0) <= 2, repeats.most_common(5)
     healed = time.monotonic()
-    await writer
+    await asyncio.gather(writer, rest)
     await _finish(
         pair,
         mirror,

@@ -149,7 +149,7 @@ async def test_mirror_plan_lag_failover_reconcile_over_sasl_ssl_and_sasl_plainte
         "reconcile", "--config", config, "--since", str(since),
         "--until", str(int(time.time() * 1000)), "--out", str(out), "--master", "local[2]",
         "--shuffle-partitions", "2", "--bucket", "1m", "--connect-timeout", "60",
-        timeout=600,
+        timeout=1500,  # its own Spark JVM: 12 minutes on a loaded machine (load 33)
     )  # fmt: skip
     _ok(reconcile, "aa reconcile")
     files = [f for f in out.rglob("*") if f.is_file()]
