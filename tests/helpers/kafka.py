@@ -173,9 +173,13 @@ async def delete_group(bootstrap: str, group: str) -> None:
 
 
 async def eventually(
-    check: Any, *, timeout: float = 30.0, interval: float = 0.2, message: str = "condition"
+    check: Any, *, timeout: float = 120.0, interval: float = 0.2, message: str = "condition"
 ) -> Any:
-    """Poll ``check`` (sync or async callable) until it returns a truthy value, with a deadline."""
+    """Poll ``check`` (sync or async callable) until it returns a truthy value, with a deadline.
+
+    The default deadline is for what a loaded machine really takes: with two test suites on 2
+    cores (load 35-47) an `aa run` took 34 s to print its metrics address, past the 30 s the
+    default was."""
     deadline = time.monotonic() + timeout
     while True:
         result = check()
