@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 import time
@@ -40,12 +39,12 @@ async def test_headers_survive_a_round_trip(
 
 
 def _free_port() -> int:
-    """A port that is free together with the next one (the launcher's controller port)."""
+    """A port that is free together with the next one (the launcher's controller port), below
+    the kernel's ephemeral range: a port from ``bind(0)`` (34113) had its neighbour taken by a
+    client connection before the broker bound it, 30 s later on a loaded machine."""
     while True:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = int(s.getsockname()[1])
-        if port < 65535 and cluster._port_free(port + 1):
+        [port] = cluster.free_ports(1)
+        if port + 1 < cluster.FREE_PORT_RANGE[1] and cluster._port_free(port + 1):
             return port
 
 
