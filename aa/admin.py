@@ -20,7 +20,7 @@ from aa.coordinators import CoordinatorBlocked, Kind, blocked
 from aa.errors import AaError
 from aa.kafka.create_topics import BROKER_DEFAULT, CreateTopics
 from aa.kafka.requests import cluster_metadata, to_controller
-from aa.kafka.topic_ids import topic_ids
+from aa.kafka.topic_ids import topic_ids, writable
 from aa.lifecycle import AsyncResource
 
 TOPIC_ALREADY_EXISTS = 36
@@ -223,6 +223,11 @@ class ClusterAdmin(AsyncResource):
         """Kafka's topic id (32 hex digits) of each of ``topics`` that exists
         (:mod:`aa.kafka.topic_ids`: a new id means the topic was deleted and created again)."""
         return await topic_ids(self._client, topics)
+
+    async def writable(self, topics: Iterable[str]) -> dict[str, bool]:
+        """Whether this client may write each of ``topics``, as the cluster's authorizer says
+        (:func:`aa.kafka.topic_ids.writable`; topics it says nothing certain of left out)."""
+        return await writable(self._client, topics)
 
     @property
     def raw(self) -> AIOKafkaAdminClient:

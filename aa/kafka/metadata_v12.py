@@ -101,9 +101,13 @@ class _MetadataRequestV12(RequestStruct):  # type: ignore[misc]
 class TopicIdsRequest(Request[_MetadataRequestV12]):  # type: ignore[misc]
     API_KEY = 3
 
-    def __init__(self, topics: list[str]) -> None:
+    def __init__(self, topics: list[str], *, authorized_operations: bool = False) -> None:
         self._topics = topics
+        self._operations = authorized_operations
 
     def build(self, request_struct_class: type[_MetadataRequestV12]) -> _MetadataRequestV12:
         zero = bytes(16)
-        return request_struct_class([(zero, name, {}) for name in self._topics], False, False, {})
+        topics: list[tuple[bytes, str, dict[str, object]]] = [
+            (zero, name, {}) for name in self._topics
+        ]
+        return request_struct_class(topics, False, self._operations, {})

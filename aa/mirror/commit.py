@@ -162,6 +162,12 @@ class Committer:
         """Wait until every queued batch is settled, then commit (before a rebalance, a
         transaction commit, a stop). Returns early, committing nothing, when the commit loop
         died: its error stops the flow."""
+        if await self.all_settled():
+            await self.commit(final=True)
+
+    async def all_settled(self) -> bool:
+        """Wait until every queued batch is settled (true), or the commit loop died (false:
+        its error stops the flow)."""
         join = asyncio.ensure_future(self.queue.join())
         waiters: set[asyncio.Future[Any]] = {join}
         if self.task is not None:
@@ -169,5 +175,5 @@ class Committer:
         await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
         if not join.done():
             join.cancel()
-            return
-        await self.commit(final=True)
+            return False
+        return True

@@ -96,6 +96,10 @@ class TopicFailure:
     since: float = field(default_factory=time.time)
     attempts: int = 1
     retry_at: float = 0.0
+    kind: str = ""
+    """What refused it (``not-authorized``: the target's ACL; see :class:`TopicRefusal`)."""
+    target: str = ""
+    """The target topic that refused it."""
 
     def show(self) -> dict[str, Any]:
         return {

@@ -36,6 +36,16 @@ class FlowError(AaError):
         return (_rebuild, (type(self), str(self), self.kind, self.retriable))
 
 
+class TransactionBroken(FlowError):
+    """Exactly-once: the producer's transaction is no longer open, ended by the target (a
+    partition the target's ACL refused to add to it, a request it timed out): every send is
+    refused until the run aborts it. The refused copy says why once settled
+    (:class:`aa.mirror.pending.TopicsFailed` for a topic's ACL); a restart gets past it."""
+
+    def __init__(self, message: str, *, kind: str = "transaction-broken", retriable: bool = True):
+        super().__init__(message, kind=kind, retriable=retriable)
+
+
 def _rebuild(cls: type[FlowError], message: str, kind: str, retriable: bool) -> FlowError:
     return cls(message, kind=kind, retriable=retriable)
 

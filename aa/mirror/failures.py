@@ -8,6 +8,7 @@ import time
 from collections.abc import Mapping
 
 from aiokafka import TopicPartition
+from aiokafka.errors import KafkaError
 
 from aa.mirror.context import StageContext
 from aa.mirror.control import FlowControl, TopicFailure
@@ -55,20 +56,57 @@ class TopicFailures:
             self._fail(control, tp, failed.refusals[tp])
 
     def _fail(self, control: FlowControl, tp: TopicPartition, refusal: TopicRefusal) -> None:
-        failure = control.fail_topic(
-            TopicFailure(tp.topic, tp.partition, refusal.offset, refusal.reason)
+        self._failed(
+            control,
+            TopicFailure(
+                tp.topic,
+                tp.partition,
+                refusal.offset,
+                refusal.reason,
+                kind=refusal.kind,
+                target=refusal.target,
+            ),
         )
+
+    def _failed(self, control: FlowControl, failure: TopicFailure, **asked: bool) -> None:
+        failure = control.fail_topic(failure)
         self.ctx.metrics.errors.labels(**self.ctx.labels, kind="topic-failed").inc()
         self.ctx.clients.log.error(
             "topic_failed",
-            topic=tp.topic,
-            partition=tp.partition,
-            offset=refusal.offset,
-            kind=refusal.kind,
-            error=refusal.reason,
+            topic=failure.topic,
+            partition=failure.partition,
+            offset=failure.offset,
+            kind=failure.kind,
+            error=failure.reason,
             attempts=failure.attempts,
             retry_in_s=round(failure.retry_at - time.time(), 1),
+            **asked,
         )
+
+    async def ask_before_retry(self, control: FlowControl) -> None:
+        """Exactly-once: before a topic the target's ACL refused is tried again, ask the target
+        whether the flow may write it now; while it may not, the topic stays failed (backoff
+        as after a refused try) and its retry never enters the transaction. One transaction
+        carries every topic of the flow: a refused try aborts it, and the run restarts, so
+        retries alone would keep the other topics from ever committing."""
+        if not self.ctx.delivery.transactional:
+            return
+        due_now = set(control.retry_due(time.time()))
+        due = [
+            f for t, f in control.failures.items() if t in due_now and f.kind == "not-authorized"
+        ]
+        if not due:
+            return
+        try:
+            allowed = await self.ctx.clients.target_admin.writable({f.target for f in due})
+        except KafkaError as exc:  # no answer: the try itself says
+            self.ctx.clients.log.warning("topic_permission_unknown", error=repr(exc))
+            return
+        for f in due:
+            if allowed.get(f.target) is False:
+                self._failed(control, TopicFailure(
+                    f.topic, f.partition, f.offset, f.reason, kind=f.kind, target=f.target
+                ), asked_target=True)  # fmt: skip
 
     def recovered(self, control: FlowControl, settled: Mapping[TopicPartition, int]) -> None:
         """Failed topics whose failed partition was copied past its refused record (``settled``:

@@ -34,7 +34,7 @@ from aa.mirror.control import Applied, FlowControl
 from aa.mirror.delivery import AtLeastOnce, Delivery, FlowClients
 from aa.mirror.eos import ExactlyOnce
 from aa.mirror.errors import FlowError as FlowError  # re-exported: callers import it here
-from aa.mirror.errors import not_authorized
+from aa.mirror.errors import TransactionBroken, not_authorized
 from aa.mirror.expiry import ExpiryCheck
 from aa.mirror.failures import TopicFailures
 from aa.mirror.fetch import Fetcher, RevokeListener, take_partitions
@@ -298,6 +298,7 @@ class MirrorFlow:
         while not stop.is_set():
             if self.control.failures:  # copied past where they failed: running again
                 self._failures.recovered(self.control, committer.settled)
+                await self._failures.ask_before_retry(self.control)
             self._apply_control()  # paused partitions fetch nothing
             await committer.room_for_a_fetch()  # what it takes is held in the share: memory.py
             generation, batch = await fetch.next_batch()
@@ -320,7 +321,11 @@ class MirrorFlow:
                     batch = delivery.admit(batch)
                 # the share first, then the copies: nothing routed past it (memory.py)
                 held = spent = await committer.reserve(batch)
-                pending = await self._route(batch)
+                try:
+                    pending = await self._route(batch)
+                except TransactionBroken:  # a copy the target refused broke it: once settled,
+                    await committer.all_settled()  # the commit loop stops the run, saying why
+                    raise
                 if fetch.damage is not None:  # stop before a damaged source batch
                     pending = pending or Pending()
                     pending.malformed = pending.malformed or fetch.damage

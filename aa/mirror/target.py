@@ -11,14 +11,14 @@ from typing import Any
 
 import orjson
 from aiokafka import AIOKafkaProducer, TopicPartition
-from aiokafka.errors import KafkaTimeoutError, UnknownTopicOrPartitionError
+from aiokafka.errors import IllegalOperation, KafkaTimeoutError, UnknownTopicOrPartitionError
 from aiokafka.partitioner import murmur2
 
 from aa.kafka.builders import RawBuilder
 from aa.kafka.producers import BatchBuilder, abandon, producer_id
 from aa.kafka.records import CODECS, printable
 from aa.mirror.context import StageContext
-from aa.mirror.errors import FlowError
+from aa.mirror.errors import FlowError, TransactionBroken
 from aa.mirror.limits import TargetLimits, record_size
 from aa.mirror.refusals import DEAD_LETTER_REASON
 from aa.mirror.settings import FlowSettings
@@ -172,6 +172,14 @@ class Target:
                 # the target is down or electing a leader. Wait on (backpressure), in order.
                 waited += self.ctx.settings.request_timeout_ms / 1000
                 self.waiting(f"{topic}/{partition}", waited, exc)
+            except IllegalOperation as exc:  # exactly-once: the transaction is no longer open
+                if not self.ctx.delivery.transactional:
+                    raise
+                raise TransactionBroken(
+                    f"{self.ctx.settings.name}: {self.ctx.settings.target} ended the flow's "
+                    f"transaction ({exc}); it is aborted and the flow starts again from its "
+                    "last commit"
+                ) from exc
             else:
                 self._lanes[(topic, partition)] = (lane, fut)
                 return fut

@@ -244,5 +244,46 @@ async def test_a_target_topic_the_acl_refuses_fails_alone_and_resumes_once_grant
             assert len(values) == 10, values
 
 
+async def test_an_exactly_once_flow_commits_its_other_topics_while_a_refused_topic_is_retried(
+    authorizing: dict[str, DcCluster], unique_name: Names
+) -> None:
+    """One transaction carries every topic of an exactly-once flow: each retry of a topic the
+    target's ACL refuses aborted it, and the run restarted, so while the refusal lasted the
+    other topic committed nothing (the retry came before its transaction was due; a clean
+    clone under load: 5 of 10 in 60 s). A refused topic is tried again only once the target
+    would take it (its write permission asked of the target first): the others commit on,
+    and granting the write resumes it."""
+    sf, nyc = authorizing["SF"].bootstrap, authorizing["NYC"].bootstrap
+    tag = uuid.uuid4().hex[:6]
+    denied = await create_topic(sf, unique_name("acl-eos-denied"))
+    other = await create_topic(sf, unique_name("acl-eos-other"))
+    for topic in (denied, other):
+        await create_topic(nyc, topic)
+    settings = sf_to_nyc(
+        sf, nyc, unique_name("g"), names=(f"S{tag}", f"N{tag}"), delivery="exactly-once",
+        linger_ms=0, commit_interval_s=3.0,
+    )  # fmt: skip
+    router = OriginOnlyRouter(settings.source, settings.target, f"^({denied}|{other})$")
+    await acls.deny(nyc, "topic", denied, "write")
+    await produce(sf, denied, _values_of("d", 0, 5))
+    sup = short_backoffs([(settings, router)])
+    control = sup.plane.controls[settings.name]
+    control.retry_s, control.retry_max_s = 0.5, 0.5  # due again well before a commit
+    async with running_supervisor(sup):
+        await topic_failed(control, denied)
+        await produce(sf, other, _values_of("o", 0, 5))
+        await _held(nyc, other, 5)  # committed while the refusal lasts
+        assert denied in control.failures
+        assert control.failures[denied].attempts > 1  # tried again meanwhile, refused again
+        await acls.allow(nyc, "topic", denied, "write")
+        await eventually(lambda: denied not in control.failures, timeout=60, message="resumed")
+        got = {
+            t: await consume_all(nyc, t, count=5, isolation_level=ISOLATION, settle=2.0)
+            for t in (denied, other)
+        }
+    for topic, prefix in ((denied, "d"), (other, "o")):
+        assert sorted(r.value for r in got[topic]) == [f"{prefix}-{i}".encode() for i in range(5)]
+
+
 async def _committed_past(bootstrap: str, group: str, topic: str, offset: int) -> bool:
     return (await committed(bootstrap, group, topic, 1))[0] == offset

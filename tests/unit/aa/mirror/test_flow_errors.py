@@ -4,19 +4,30 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import pickle
 
 import pytest
 from aiokafka.errors import (
     GroupAuthorizationFailedError,
+    IllegalOperation,
     KafkaConnectionError,
     TopicAuthorizationFailedError,
 )
 
-from aa.mirror.errors import FlowError, not_authorized, topic_not_authorized
+from aa.mirror.eos import ExactlyOnce
+from aa.mirror.errors import (
+    FlowError,
+    TransactionBroken,
+    is_crash,
+    not_authorized,
+    topic_not_authorized,
+)
 from aa.mirror.pending import TopicsFailed
 from aa.mirror.restarts import CRASH_LIMIT, Backoff, FlowState, Streak
 from aa.mirror.settings import FlowSettings
+from aa.mirror.target import Target
+from tests.helpers.mirror import stage_context
 
 pytestmark = pytest.mark.unit
 
@@ -91,3 +102,46 @@ def test_a_target_topic_the_acl_refuses_is_that_topics_failure_with_the_grant() 
     assert "--operation Write --topic users: the topic resumes by itself" in reason
     assert topic_not_authorized(GroupAuthorizationFailedError("g"), settings) is None
     assert topic_not_authorized(KafkaConnectionError("down"), settings) is None
+
+
+class _NotInTransaction:
+    """An exactly-once flow's producer once the target broke its transaction (an
+    AddPartitionsToTxn refused by an ACL): aiokafka refuses every send until it is aborted."""
+
+    def __init__(self) -> None:
+        self.client = self
+
+    def add_topic(self, topic: str) -> None:
+        pass
+
+    @property
+    def cluster(self) -> _NotInTransaction:
+        return self
+
+    def partitions_for_topic(self, topic: str) -> set[int]:
+        return {0}
+
+    async def send_batch(self, builder: object, topic: str, *, partition: int) -> None:
+        raise IllegalOperation("Can't send messages while not in transaction")
+
+
+async def test_a_send_after_the_target_broke_the_transaction_ends_the_run_without_a_crash() -> None:
+    """A topic the target's ACL refuses, in an exactly-once flow: the refusal puts the
+    transaction in an abortable state, the refused batch fails a moment later, and a batch
+    handed to the producer in between raised aiokafka's ``IllegalOperation``, counted as a
+    crash (a loaded run: five, and the flow parked). It is the transaction's failure, which a
+    restart gets past; the flow waits for the refused batch to say why (see
+    ``MirrorFlow._fetch_loop``)."""
+    s = FlowSettings(
+        "SF", "NYC", {"bootstrap_servers": "-"}, {"bootstrap_servers": "-"}, "g",
+        delivery="exactly-once",
+    )  # fmt: skip
+    ctx = stage_context(s, delivery=ExactlyOnce(s))
+    ctx = dataclasses.replace(
+        ctx, clients=dataclasses.replace(ctx.clients, producer=_NotInTransaction())
+    )
+    with pytest.raises(TransactionBroken) as raised:
+        await Target(ctx).submit(object(), "t", 0)
+    assert raised.value.retriable
+    assert not is_crash(raised.value)
+    assert "transaction" in str(raised.value)
