@@ -167,3 +167,16 @@ def is_crash(exc: BaseException) -> bool:
     if isinstance(exc, CorruptRecordException):
         return True
     return not isinstance(exc, AaError | KafkaError | OSError)
+
+
+def first_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The error to report from a task group: a FlowError if any, else the first leaf."""
+    leaves: list[BaseException] = []
+    stack: list[BaseException] = [group]
+    while stack:
+        exc = stack.pop(0)
+        if isinstance(exc, BaseExceptionGroup):
+            stack.extend(exc.exceptions)
+        else:
+            leaves.append(exc)
+    return next((e for e in leaves if isinstance(e, FlowError)), leaves[0])

@@ -34,7 +34,7 @@ from aa.mirror.control import Applied, FlowControl
 from aa.mirror.delivery import AtLeastOnce, Delivery, FlowClients
 from aa.mirror.eos import ExactlyOnce
 from aa.mirror.errors import FlowError as FlowError  # re-exported: callers import it here
-from aa.mirror.errors import TransactionBroken, not_authorized
+from aa.mirror.errors import TransactionBroken, first_error, not_authorized
 from aa.mirror.expiry import ExpiryCheck
 from aa.mirror.failures import TopicFailures
 from aa.mirror.fetch import Fetcher, RevokeListener, take_partitions
@@ -62,19 +62,6 @@ def delivery_for(settings: FlowSettings) -> Delivery:
     if settings.delivery == "exactly-once":
         return ExactlyOnce(settings)
     return AtLeastOnce(settings)
-
-
-def _first_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
-    """The error to report from a task group: a FlowError if any, else the first leaf."""
-    leaves: list[BaseException] = []
-    stack: list[BaseException] = [group]
-    while stack:
-        exc = stack.pop(0)
-        if isinstance(exc, BaseExceptionGroup):
-            stack.extend(exc.exceptions)
-        else:
-            leaves.append(exc)
-    return next((e for e in leaves if isinstance(e, FlowError)), leaves[0])
 
 
 class MirrorFlow:
@@ -246,7 +233,7 @@ class MirrorFlow:
                 if self._settler is not None:
                     self._settler.discard_counts()
                 await self.delivery.abort()
-                raise _first_error(failed) from None
+                raise first_error(failed) from None
             finally:
                 self.metrics.up.labels(**s.labels).set(0)
         self.log.info("flow_stopped", copied=self.copied_total)
