@@ -16,12 +16,14 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import fcntl
 import os
 import random
 import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 import uuid
 from collections.abc import Sequence
@@ -304,36 +306,83 @@ def status(root: Path) -> list[ClusterStatus]:
 FREE_PORT_RANGE = (10000, 32000)
 """Where :func:`free_ports` picks: below the ephemeral range, above the usual service ports."""
 
+PORT_LEASE_S = 600.0
+"""How long a picked port stays taken for other pickers on the machine (every ``aa dev`` and
+test run): longer than a broker takes to bind it on a loaded machine."""
+
 
 def free_ports(n: int) -> list[int]:
-    """``n`` distinct loopback ports free now, below the kernel's ephemeral range.
+    """``n`` distinct loopback ports free now, below the kernel's ephemeral range, and not
+    picked by any live process on this machine in the last :data:`PORT_LEASE_S`.
 
     Ports from ``bind(0)`` come out of the ephemeral range (32768-60999 on Linux), the range the
     kernel also hands to outgoing connections: between the pick and the broker's bind, a
     client's connection could take the port (seen as a broker that never starts on a busy
-    machine). Ports in ``FREE_PORT_RANGE`` are never given to clients."""
-    socks: list[socket.socket] = []
-    ports: list[int] = []
+    machine). Ports in ``FREE_PORT_RANGE`` are never given to clients. A port is free when
+    picked and bound only once its broker starts; meanwhile another run on the machine (two
+    suites at once) could pick it too, so each pick is leased (:class:`_Leases`)."""
     rng = random.SystemRandom()
     low, high = FREE_PORT_RANGE
-    try:
+    ports: list[int] = []
+    with _Leases() as leases:
         for _ in range(50 * n):
             if len(ports) == n:
                 break
             port = rng.randrange(low, high)
-            if port in ports:
+            if port in ports or leases.held(port) or not _bindable(port):
                 continue
-            s = socket.socket()
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                s.close()
-                continue
-            socks.append(s)
             ports.append(port)
         if len(ports) < n:
             raise DevClusterError(f"found only {len(ports)} of {n} free ports in {low}-{high}")
-    finally:
-        for s in socks:
-            s.close()
+        for port in ports:
+            leases.take(port)
     return ports
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+class _Leases:
+    """The ports picked on this machine lately: one file per port (the picker's pid and
+    when), read and written under a lock file, so two pickers never take one port."""
+
+    def __init__(self) -> None:
+        self.root = Path(tempfile.gettempdir()) / f"aa-port-leases-{os.getuid()}"
+        self._lock: int | None = None
+
+    def __enter__(self) -> _Leases:
+        self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self._lock = os.open(self.root / ".lock", os.O_RDWR | os.O_CREAT, 0o600)
+        fcntl.flock(self._lock, fcntl.LOCK_EX)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._lock is not None:
+            os.close(self._lock)  # releases the lock
+
+    def held(self, port: int) -> bool:
+        try:
+            pid, at = (self.root / str(port)).read_text().split()
+            fresh = time.time() - float(at) < PORT_LEASE_S
+        except (OSError, ValueError):
+            return False
+        return fresh and _alive(int(pid))
+
+    def take(self, port: int) -> None:
+        (self.root / str(port)).write_text(f"{os.getpid()} {time.time()}")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
