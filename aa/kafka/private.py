@@ -77,6 +77,11 @@ NAMES = (
     # producer.py: the target's producers and batches
     Private(_PRODUCER, "_message_accumulator", "keep a leaderless partition's batches in order"),
     Private(_PRODUCER, "_txn_manager", "mark the batches a flow writes with its producer id"),
+    Private(
+        "aiokafka.producer.transaction_manager:TransactionManager",
+        "_transaction_waiter",
+        "read the error that broke a transaction before aborting it",
+    ),
     Private(_ACCUMULATOR, "_batch_ttl", "keep a leaderless partition's batches in order"),
     Private(_ACCUMULATOR, "fail_all", "fail what a stopped flow's target did not take"),
     Private(_BATCH_BUILDER, "_builder", "append records without aiokafka's per-record wrapper"),

@@ -9,6 +9,7 @@ provenance only in batches a mirror (or a repair) wrote."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import Any
 
@@ -23,6 +24,17 @@ def producer_id(producer: AIOKafkaProducer) -> int | None:
     manager = getattr(producer, "_txn_manager", None)  # None on a fake
     pid = getattr(manager, "producer_id", None)
     return pid if isinstance(pid, int) and pid >= 0 else None
+
+
+def transaction_error(producer: AIOKafkaProducer) -> BaseException | None:
+    """The error that broke the producer's open transaction (an AddPartitionsToTxn the target's
+    ACL refused), read so it counts as seen: aiokafka sets it on a waiter its abort then
+    replaces unread, and asyncio would log that future's error at ERROR as it is collected."""
+    manager = getattr(producer, "_txn_manager", None)  # None on a fake
+    waiter = getattr(manager, "_transaction_waiter", None)
+    if not isinstance(waiter, asyncio.Future) or not waiter.done() or waiter.cancelled():
+        return None
+    return waiter.exception()
 
 
 Append = Callable[[int, int, Any, Any, Any], Any]

@@ -27,6 +27,7 @@ import orjson
 from aiokafka import TopicPartition
 from aiokafka.errors import InvalidProducerEpoch, KafkaError, ProducerFenced, UnknownError
 
+from aa.kafka.producers import transaction_error
 from aa.mirror.delivery import FlowClients
 from aa.mirror.errors import FlowError, not_authorized
 from aa.mirror.incarnations import Incarnations
@@ -313,6 +314,7 @@ class ExactlyOnce:
             return
         self._open = False
         log = self._clients.log
+        transaction_error(self._clients.producer)  # said by the flow already (aa.kafka.producers)
         try:
             await asyncio.wait_for(self._clients.producer.abort_transaction(), 30)
         except (KafkaError, AssertionError, TimeoutError) as exc:
