@@ -18,7 +18,6 @@ import argparse
 import asyncio
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -35,15 +34,6 @@ from examples.steps import run_interruptibly, say
 DCS = ("SF", "NYC", "LON")
 TOPIC = "orders"
 METRICS_BASE_PORT = 9464
-
-
-def _port_free(port: int) -> bool:
-    with socket.socket() as s:
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
 
 
 @dataclass
@@ -112,7 +102,7 @@ class Demo:
         if dc in self.metrics:  # a restart keeps its URL
             return int(self.metrics[dc].rsplit(":", 1)[1])
         port = METRICS_BASE_PORT + DCS.index(dc)
-        return port if not self.free and _port_free(port) else cluster.free_ports(1)[0]
+        return port if not self.free and cluster.bindable(port) else cluster.free_ports(1)[0]
 
     def start_mirror(self, dc: str, config: Path) -> None:
         """`aa run --dc DC` as a process of its own, its log in the output folder."""

@@ -329,7 +329,7 @@ def free_ports(n: int) -> list[int]:
             if len(ports) == n:
                 break
             port = rng.randrange(low, high)
-            if port in ports or leases.held(port) or not _bindable(port):
+            if port in ports or leases.held(port) or not bindable(port):
                 continue
             ports.append(port)
         if len(ports) < n:
@@ -339,7 +339,8 @@ def free_ports(n: int) -> list[int]:
     return ports
 
 
-def _bindable(port: int) -> bool:
+def bindable(port: int) -> bool:
+    """Whether ``port`` of 127.0.0.1 can be bound now."""
     with socket.socket() as s:
         try:
             s.bind(("127.0.0.1", port))

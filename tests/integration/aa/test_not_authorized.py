@@ -183,6 +183,23 @@ async def _held(bootstrap: str, topic: str, n: int) -> None:
     await consume_all(bootstrap, topic, count=n, timeout=60, isolation_level=ISOLATION)
 
 
+async def _denied_and_other(
+    sf: str, nyc: str, unique_name: Names, hint: str, **settings: Any
+) -> tuple[str, str, Any, OriginOnlyRouter]:
+    """Two topics in both DCs (the one the test will deny, and another) and an SF->NYC flow of
+    both, with ``settings``."""
+    tag = uuid.uuid4().hex[:6]
+    denied = await create_topic(sf, unique_name(f"{hint}-denied"))
+    other = await create_topic(sf, unique_name(f"{hint}-other"))
+    for topic in (denied, other):
+        await create_topic(nyc, topic)
+    flow = sf_to_nyc(
+        sf, nyc, unique_name("g"), names=(f"S{tag}", f"N{tag}"), linger_ms=0, **settings
+    )
+    router = OriginOnlyRouter(flow.source, flow.target, f"^({denied}|{other})$")
+    return denied, other, flow, router
+
+
 @pytest.mark.parametrize("delivery", ["at-least-once", "exactly-once"])
 async def test_a_target_topic_the_acl_refuses_fails_alone_and_resumes_once_granted(
     authorizing: dict[str, DcCluster], unique_name: Names, delivery: str
@@ -193,15 +210,9 @@ async def test_a_target_topic_the_acl_refuses_fails_alone_and_resumes_once_grant
     record, the other topic keeps copying, and granting the write resumes it by itself with
     nothing lost and (exactly-once) nothing twice."""
     sf, nyc = authorizing["SF"].bootstrap, authorizing["NYC"].bootstrap
-    tag = uuid.uuid4().hex[:6]
-    denied = await create_topic(sf, unique_name("acl-denied"))
-    other = await create_topic(sf, unique_name("acl-other"))
-    for topic in (denied, other):
-        await create_topic(nyc, topic)
-    settings = sf_to_nyc(
-        sf, nyc, unique_name("g"), names=(f"S{tag}", f"N{tag}"), delivery=delivery, linger_ms=0
+    denied, other, settings, router = await _denied_and_other(
+        sf, nyc, unique_name, "acl", delivery=delivery
     )
-    router = OriginOnlyRouter(settings.source, settings.target, f"^({denied}|{other})$")
     await produce(sf, denied, _values_of("d", 0, 5))
     await produce(sf, other, _values_of("o", 0, 5))
     sup = short_backoffs([(settings, router)])
@@ -254,16 +265,9 @@ async def test_an_exactly_once_flow_commits_its_other_topics_while_a_refused_top
     would take it (its write permission asked of the target first): the others commit on,
     and granting the write resumes it."""
     sf, nyc = authorizing["SF"].bootstrap, authorizing["NYC"].bootstrap
-    tag = uuid.uuid4().hex[:6]
-    denied = await create_topic(sf, unique_name("acl-eos-denied"))
-    other = await create_topic(sf, unique_name("acl-eos-other"))
-    for topic in (denied, other):
-        await create_topic(nyc, topic)
-    settings = sf_to_nyc(
-        sf, nyc, unique_name("g"), names=(f"S{tag}", f"N{tag}"), delivery="exactly-once",
-        linger_ms=0, commit_interval_s=3.0,
-    )  # fmt: skip
-    router = OriginOnlyRouter(settings.source, settings.target, f"^({denied}|{other})$")
+    denied, other, settings, router = await _denied_and_other(
+        sf, nyc, unique_name, "acl-eos", delivery="exactly-once", commit_interval_s=3.0
+    )
     await acls.deny(nyc, "topic", denied, "write")
     await produce(sf, denied, _values_of("d", 0, 5))
     sup = short_backoffs([(settings, router)])
