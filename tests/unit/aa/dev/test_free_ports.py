@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -32,7 +35,7 @@ def _free_band(n: int) -> tuple[int, int]:
 
 
 def test_ports_picked_for_a_broker_not_started_yet_are_not_picked_by_another_process(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """Two `make test` runs at once (a loaded machine): a broker of one never started, "failed
     to bind to 127.0.0.1:30804: Address already in use". Its ports were free when picked, and
@@ -41,6 +44,8 @@ def test_ports_picked_for_a_broker_not_started_yet_are_not_picked_by_another_pro
     broker had time to bind them."""
     band = _free_band(2)
     monkeypatch.setattr(cluster, "FREE_PORT_RANGE", band)
+    # the leases of this test alone: a second suite running it at once leases the same band
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     mine = cluster.free_ports(2)  # both ports of the band, not bound yet
     assert sorted(mine) == list(range(*band))
     other = subprocess.run(
@@ -55,5 +60,6 @@ def test_ports_picked_for_a_broker_not_started_yet_are_not_picked_by_another_pro
         text=True,
         timeout=120,
         check=True,
+        env={**os.environ, "TMPDIR": str(tmp_path)},
     )
     assert "found only 0 of 1 free ports" in other.stdout, other.stdout + other.stderr
