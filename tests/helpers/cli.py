@@ -14,7 +14,12 @@ class CliResult:
     err: str
 
 
-async def aa_cli(*args: str, timeout: float = 120.0) -> CliResult:
+CLI_HANG_S = 600.0
+"""A command's hang guard: `aa lag` over Kerberos took over 120 s (the guard before) with two
+suites on the 2-core machine (load 50-90); quietly it takes seconds."""
+
+
+async def aa_cli(*args: str, timeout: float = CLI_HANG_S) -> CliResult:
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
