@@ -99,14 +99,12 @@ class TopicFailures:
             return
         try:
             allowed = await self.ctx.clients.target_admin.writable({f.target for f in due})
-        except KafkaError as exc:  # no answer: the try itself says
+        except (KafkaError, OSError) as exc:  # no answer: the try itself says
             self.ctx.clients.log.warning("topic_permission_unknown", error=repr(exc))
             return
         for f in due:
             if allowed.get(f.target) is False:
-                self._failed(control, TopicFailure(
-                    f.topic, f.partition, f.offset, f.reason, kind=f.kind, target=f.target
-                ), asked_target=True)  # fmt: skip
+                self._failed(control, f, asked_target=True)  # attempts + 1, the next backoff
 
     def recovered(self, control: FlowControl, settled: Mapping[TopicPartition, int]) -> None:
         """Failed topics whose failed partition was copied past its refused record (``settled``:
