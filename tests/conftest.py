@@ -120,7 +120,7 @@ TEST_BROKER = (
 within half a second of their timeout (Kafka's default scan: every 10 s)."""
 
 
-BROKER_START_S = 300.0
+BROKER_START_S = devcluster.START_TIMEOUT_S
 """How long the harness waits for its brokers to answer (``aa dev up`` waits 90 s)."""
 
 

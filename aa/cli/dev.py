@@ -52,7 +52,10 @@ def register(sub: Any) -> None:
         help=f"JVM heap per broker (default {cluster.DEFAULT_HEAP})",
     )
     p.add_argument(
-        "--timeout", type=float, default=90.0, help="seconds to wait for health (default 90)"
+        "--timeout",
+        type=float,
+        default=cluster.START_TIMEOUT_S,
+        help=f"seconds to wait for health (default {cluster.START_TIMEOUT_S:.0f})",
     )
     _kafka_version_option(p)
     _home_option(p, argparse.SUPPRESS)

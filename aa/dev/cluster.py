@@ -57,6 +57,10 @@ from aa.logs import get_logger, quiet_client_logs
 
 log = get_logger("aa.dev")
 
+# How long `up` waits for a started broker to answer. A quiet machine takes ~5 s; three
+# brokers starting on a loaded 2-core machine took over 90 s (one still in RECOVERY).
+START_TIMEOUT_S = 300.0
+
 
 def pid_of(c: DevCluster) -> int | None:
     """The pid of the broker aa started for ``c`` if it still runs, else ``None``."""
@@ -199,11 +203,12 @@ def up(
     clusters: Sequence[DevCluster],
     *,
     heap: str = DEFAULT_HEAP,
-    timeout: float = 90.0,
+    timeout: float = START_TIMEOUT_S,
 ) -> list[tuple[DevCluster, bool]]:
     """Start the clusters that are not running; wait until every one answers metadata.
 
     Idempotent: a DC whose broker already runs is left alone. Returns ``(cluster, started)``.
+    A start that fails (or is interrupted) stops the brokers this call launched.
     """
     java = java_executable()
     for version in sorted({c.kafka_version for c in clusters}):
@@ -234,8 +239,17 @@ def up(
             kafka=c.kafka_version,
             logs=str(c.log_dir),
         )
-    with quiet_client_logs():
-        asyncio.run(_wait_healthy(clusters, procs, timeout))
+    try:
+        with quiet_client_logs():
+            asyncio.run(_wait_healthy(clusters, procs, timeout))
+    except DevClusterError as e:
+        stopped = stop_all(to_start)
+        raise DevClusterError(
+            f"{e}\nstopped the brokers this start launched: {', '.join(stopped) or 'none'}"
+        ) from None
+    except BaseException:
+        stop_all(to_start)
+        raise
     return [(c, c in to_start) for c in clusters]
 
 

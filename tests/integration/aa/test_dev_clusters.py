@@ -99,3 +99,21 @@ def test_broker_that_cannot_start_shows_its_log(tmp_path: Path) -> None:
     with pytest.raises(DevClusterError, match=r"(?s)BAD exited during start-up.*heap"):
         cluster.up([spec], heap="1k", timeout=60)
     cluster.down(tmp_path)
+
+
+def test_brokers_that_do_not_answer_within_the_bound_are_stopped_not_left_running(
+    tmp_path: Path,
+) -> None:
+    """`up` past its bound raised and left the brokers it had launched running: the demo,
+    whose brokers were still in RECOVERY after 90 s on a loaded machine, then said "brokers
+    none started by this run" and left three JVMs behind."""
+    port = _free_port()
+    spec = cluster.DevCluster("SLOW", port, port + 1, tmp_path / "SLOW")
+    try:
+        # no JVM answers metadata 0.1 s after its launch
+        stopped = r"(?s)SLOW did not answer .*stopped the brokers this start launched: SLOW"
+        with pytest.raises(DevClusterError, match=stopped):
+            cluster.up([spec], timeout=0.1)
+        assert cluster.pid_of(spec) is None
+    finally:
+        cluster.down(tmp_path)
