@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import random
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -17,7 +16,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from aa.cli.status_model import flow_metrics
 from conflict import EventWriter, Materializer, PatternConsumer, ResolverRegistry
 from examples.demo_failover import aa, dc_goes_down
-from examples.steps import say
+from examples.steps import run_child, say
 
 if TYPE_CHECKING:
     from examples.demo import Demo
@@ -179,9 +178,9 @@ def read_metrics(demo: Demo, config: Path, timeout: float = 60) -> None:
     aa("status", "--config", str(config), *demo.status_args())
 
 
-def reconcile(config: Path, out: Path) -> dict[str, Any]:
-    say("12. the nightly reconcile job (PySpark) proves it: missing, duplicated, looped, divergent")
-    cmd = [
+def reconcile_command(config: Path, out: Path) -> list[str]:
+    """`aa reconcile` of the demo's topic, the last hour, on a local Spark."""
+    return [
         sys.executable,
         "-m",
         "aa.cli.main",
@@ -201,10 +200,17 @@ def reconcile(config: Path, out: Path) -> dict[str, Any]:
         "--master",
         "local[2]",
     ]
+
+
+async def reconcile(config: Path, out: Path) -> dict[str, Any]:
+    say("12. the nightly reconcile job (PySpark) proves it: missing, duplicated, looped, divergent")
     log = out.parent / "reconcile.log"
-    out.mkdir(parents=True, exist_ok=True)
-    with log.open("wb") as f:
-        code = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, check=False).returncode
+    code = await run_child(reconcile_command(config, out), log)
+    return show_summary(out, code, log)
+
+
+def show_summary(out: Path, code: int, log: Path) -> dict[str, Any]:
+    """Print what the reconcile job in ``out`` found; its summary."""
     summary: dict[str, Any] = {}
     path = out / "summary.json"
     if path.exists():
@@ -232,4 +238,4 @@ async def story(demo: Demo, config: Path, args: argparse.Namespace) -> None:
     if args.no_reconcile:
         say("12. reconcile skipped (--no-reconcile)")
     else:
-        await asyncio.to_thread(reconcile, config, args.out / "reconcile")
+        await reconcile(config, args.out / "reconcile")

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import signal
-from collections.abc import Coroutine
+import subprocess
+from collections.abc import Coroutine, Sequence
+from pathlib import Path
 from types import FrameType
 from typing import Any, TypeVar
 
@@ -20,6 +22,9 @@ T = TypeVar("T")
 
 RECANCEL_S = 0.5
 """How often an interrupted story is cancelled again while it has not ended."""
+
+CHILD_STOP_S = 30.0
+"""How long a child process stopped by Ctrl-C may take to end before it is killed."""
 
 _interrupted = False
 
@@ -70,3 +75,30 @@ def run_interruptibly(main: Coroutine[Any, Any, T]) -> T:
 
 async def _await(task: asyncio.Task[T]) -> T:
     return await task
+
+
+async def run_child(cmd: Sequence[str], log: Path) -> int:
+    """Run ``cmd`` with its output in ``log``; its exit code. Cancelled (Ctrl-C), it stops the
+    child (SIGTERM, SIGKILL after :data:`CHILD_STOP_S`) before it ends: a child run in a
+    thread held the demo's Ctrl-C until it finished on its own (the reconcile job: minutes)."""
+    child = _spawn(cmd, log)
+    try:
+        return await asyncio.to_thread(child.wait)
+    except BaseException:
+        _stop(child)
+        raise
+
+
+def _spawn(cmd: Sequence[str], log: Path) -> subprocess.Popen[bytes]:
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("wb") as f:
+        return subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT)
+
+
+def _stop(child: subprocess.Popen[bytes]) -> None:
+    child.terminate()
+    try:
+        child.wait(CHILD_STOP_S)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        child.wait()

@@ -65,3 +65,49 @@ def test_ctrl_c_in_a_story_that_swallows_its_cancellation_stops_it(
     assert code == 130, out
     assert "interrupted: stopping what the demo started" in out, out
     assert stopped == ["everything"], out
+
+
+@pytest.mark.timeout(120)
+def test_ctrl_c_during_the_reconcile_job_stops_the_job_and_the_demo(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The job ran in a thread: Ctrl-C waited for it to end on its own (minutes of Spark),
+    so a test's Ctrl-C past its bound was followed by a kill that left the mirrors running."""
+    log = tmp_path / "out" / "reconcile.log"
+
+    async def step_done(*args: Any, **kwargs: Any) -> None:
+        return None
+
+    async def no_topic(clusters: dict[str, str]) -> None:
+        return None
+
+    for step in ("write_conflicts", "wait_replicated", "converged_view", "dc_goes_down"):
+        monkeypatch.setattr(examples.demo_story, step, step_done)
+    monkeypatch.setattr(examples.demo_story, "read_metrics", lambda demo, config: None)
+    job = ["sh", "-c", "echo $$; exec sleep 600"]  # a job that would run 10 minutes
+    monkeypatch.setattr(examples.demo_story, "reconcile_command", lambda config, out: job)
+    monkeypatch.setattr(examples.demo, "ensure_topic", no_topic)
+    monkeypatch.setattr(examples.demo.Demo, "start_clusters", lambda self, free: None)
+    monkeypatch.setattr(examples.demo.Demo, "start_mirror", lambda self, dc, config: None)
+    monkeypatch.setattr(examples.demo.Demo, "check_mirrors", lambda self: None)
+    monkeypatch.setattr(examples.demo.Demo, "stop_everything", lambda self: None)
+    pids: list[int] = []
+
+    def ctrl_c_once_the_job_runs() -> None:
+        for _ in range(600):
+            text = log.read_text() if log.exists() else ""
+            if text.strip():
+                pids.append(int(text.split()[0]))
+                os.kill(os.getpid(), signal.SIGINT)
+                return
+            threading.Event().wait(0.1)
+
+    killer = threading.Thread(target=ctrl_c_once_the_job_runs, daemon=True)
+    killer.start()
+    code = examples.demo.main(["--home", str(tmp_path / "dev"), "--out", str(tmp_path / "out")])
+    killer.join(5)
+    out = capsys.readouterr().out
+    assert code == 130, out
+    assert "interrupted: stopping what the demo started" in out, out
+    [pid] = pids
+    assert not Path(f"/proc/{pid}").exists(), "the job still runs"
