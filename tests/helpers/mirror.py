@@ -21,7 +21,7 @@ from aa.mirror.context import StageContext
 from aa.mirror.delivery import AtLeastOnce, Delivery, FlowClients
 from aa.mirror.flow import MirrorFlow
 from aa.mirror.settings import FlowSettings
-from aa.mirror.supervisor import Backoff, Supervisor
+from aa.mirror.supervisor import Backoff, Supervisor, dump_tasks
 from aa.observe.metrics import Metrics
 from aa.protocols import Malformed, Route, Skip
 from tests.helpers.kafka import Rec, consume_all, create_topic, produce
@@ -107,12 +107,20 @@ def exact(topic: str) -> str:
 async def running_flow(
     settings: FlowSettings, router: Any, metrics: Metrics | None = None
 ) -> AsyncIterator[tuple[MirrorFlow, asyncio.Task[None]]]:
-    """Run a flow in the background; stop it (gracefully) on exit."""
+    """Run a flow in the background; stop it (gracefully) on exit. A failure of the body says
+    how the flow had ended if it ended on its own (a test waiting for copies otherwise only
+    says that none came)."""
     flow = MirrorFlow(settings, router, metrics or Metrics())
     stop = asyncio.Event()
     task = asyncio.create_task(flow.run(stop))
     try:
         yield flow, task
+    except Exception as failed:
+        if not task.done():  # where it waits, in the captured log: a slow flow, or a stuck one
+            dump_tasks("the test failed")
+        elif not task.cancelled() and task.exception() is not None:
+            failed.add_note(f"the flow had ended on its own: {task.exception()!r}")
+        raise
     finally:
         stop.set()
         with contextlib.suppress(Exception):
@@ -138,6 +146,9 @@ async def running_supervisor(sup: Supervisor) -> AsyncIterator[Supervisor]:
     run = asyncio.create_task(sup.run(install_signals=False))
     try:
         yield sup
+    except Exception:
+        dump_tasks("the test failed")  # where the flows wait, in the captured log
+        raise
     finally:
         sup.stop()
         await asyncio.wait_for(run, 60)

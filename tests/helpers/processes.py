@@ -7,8 +7,9 @@ import os
 import signal
 import subprocess
 import sys
+import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import orjson
@@ -84,6 +85,20 @@ class AaProcess:
 
     def output(self) -> str:
         return self.log_path.read_text(errors="replace")
+
+
+def note_logs(failed: BaseException, procs: Iterable[AaProcess], lines: int = 30) -> None:
+    """Add each process's last log lines to the test's failure; a running `aa run` is asked
+    first where its tasks wait (SIGUSR1: ``task_dump``), so a slow process and a stuck one
+    can be told apart from the failure alone."""
+    procs = list(procs)
+    for p in procs:
+        if p.proc.poll() is None:
+            p.proc.send_signal(signal.SIGUSR1)
+    time.sleep(1.0)  # the dump is written by the process's event loop
+    for p in procs:
+        tail = p.output().splitlines()[-lines:]
+        failed.add_note(f"--- last {len(tail)} lines of {p.log_path}:\n" + "\n".join(tail))
 
 
 @contextlib.contextmanager

@@ -169,17 +169,21 @@ async def test_eos_transaction_the_target_timed_out_restarts_the_flow_instead_of
     with "another process took over". Only the transaction was lost: the flow restarts, and
     copies its records again, once."""
     eos = await eos_flow(
-        dc_clusters, unique_name, "eos-timeout", partitions=1, transaction_timeout_ms=2000
+        dc_clusters, unique_name, "eos-timeout", partitions=1, transaction_timeout_ms=2_000
     )
     # the test brokers look for timed-out transactions every 500 ms (tests/conftest.py)
     router = _StallsOnce(eos.settings.source, eos.settings.target, exact(eos.topic), 5.0)
     runs: list[MirrorFlow] = []
 
     def flow(settings: FlowSettings, router: Any, metrics: Metrics) -> MirrorFlow:
-        # the first run keeps one transaction open across the stall; the restart commits
-        # every commit_interval_s as usual
+        # the first run keeps one transaction open across the stall, with a 2 s timeout; the
+        # restart commits every commit_interval_s (1 s) under the usual timeout: under 2 s, a
+        # target slower than 1 s to commit (a loaded machine) timed out every transaction,
+        # restart after restart, and nothing was copied in 90 s (CI, a clean clone)
         if not runs:
             settings = dataclasses.replace(settings, commit_interval_s=60.0)
+        else:
+            settings = dataclasses.replace(settings, transaction_timeout_ms=60_000)
         runs.append(MirrorFlow(settings, router, metrics))
         return runs[-1]
 

@@ -23,7 +23,7 @@ from aa.mirror.build import flow_settings
 from aa.mirror.positions import stored_offsets
 from tests.conftest import DcCluster
 from tests.helpers.kafka import Rec, consume_all, create_topic, eventually, produce
-from tests.helpers.processes import AaProcess, eos_topology
+from tests.helpers.processes import AaProcess, eos_topology, note_logs
 
 pytestmark = pytest.mark.integration
 
@@ -145,6 +145,9 @@ async def test_two_processes_copy_one_exactly_once_flow_and_take_over_after_kill
         await write(sf, topic, 24_000, 30_000)
         await assert_exactly_once(nyc, topic, config, 30_000)
         assert [first.proc.poll(), third.proc.poll()] == [None, None], "a process stopped"
+    except Exception as failed:
+        note_logs(failed, procs)
+        raise
     finally:
         codes = [p.stop() for p in procs]
     assert [codes[0], codes[2]] == [0, 0], codes  # SIGTERM: drained, committed, exit 0
@@ -164,6 +167,9 @@ async def test_a_zombie_process_of_an_exactly_once_flow_is_fenced_and_rejoins(
         await write(f.sf, f.topic, 12_000, 18_000)
         await assert_exactly_once(f.nyc, f.topic, f.config, 18_000)
         assert [first.proc.poll(), zombie.proc.poll()] == [None, None], "a process stopped"
+    except Exception as failed:
+        note_logs(failed, [first, zombie])
+        raise
     finally:
         codes = [first.stop(), zombie.stop()]
     assert codes == [0, 0], codes
