@@ -11,9 +11,11 @@ boundary checks for it, so the demo always stops and cleans up.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
+import socket
 import subprocess
-from collections.abc import Coroutine, Sequence
+from collections.abc import Coroutine, Iterator, Sequence
 from pathlib import Path
 from types import FrameType
 from typing import Any, TypeVar
@@ -60,7 +62,8 @@ def run_interruptibly(main: Coroutine[Any, Any, T]) -> T:
 
             previous = signal.signal(signal.SIGINT, on_sigint)
             try:
-                result = runner.run(_await(task))
+                with _wakes_on_signals(loop):
+                    result = runner.run(_await(task))
             except asyncio.CancelledError:
                 if not _interrupted:
                     raise
@@ -71,6 +74,26 @@ def run_interruptibly(main: Coroutine[Any, Any, T]) -> T:
         return result
     finally:
         _interrupted = False  # the caller handles the interrupt from here (and may say() more)
+
+
+@contextlib.contextmanager
+def _wakes_on_signals(loop: asyncio.AbstractEventLoop) -> Iterator[None]:
+    """Any signal wakes ``loop``: the kernel hands a process's signal to any of its threads
+    (the demo's steps run in threads, so does a job's wait), and Python runs the handler only
+    once the main thread runs again, so an event loop asleep in select, no timer due, slept on.
+    The signal's byte on a socket the loop reads wakes it; the handler then runs."""
+    reader, writer = socket.socketpair()
+    reader.setblocking(False)
+    writer.setblocking(False)
+    loop.add_reader(reader.fileno(), reader.recv, 64)
+    before = signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
+    try:
+        yield
+    finally:
+        signal.set_wakeup_fd(before)
+        loop.remove_reader(reader.fileno())
+        reader.close()
+        writer.close()
 
 
 async def _await(task: asyncio.Task[T]) -> T:

@@ -111,3 +111,40 @@ def test_ctrl_c_during_the_reconcile_job_stops_the_job_and_the_demo(
     assert "interrupted: stopping what the demo started" in out, out
     [pid] = pids
     assert not Path(f"/proc/{pid}").exists(), "the job still runs"
+
+
+@pytest.mark.timeout(120)
+def test_ctrl_c_that_the_kernel_hands_to_another_thread_stops_the_demo(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A terminal's Ctrl-C goes to the process; the kernel may hand it to any of its threads
+    (the demo's steps run in threads, so does a job's wait). Python then runs its handler only
+    once the main thread wakes: an event loop asleep in select with no timer due slept on (the
+    test above waited out its story's 60 s sleep, most runs)."""
+    in_step = threading.Event()
+
+    async def story(demo: Any, config: Any, args: Any) -> None:
+        examples.steps.say("3. writing")
+        in_step.set()
+        await asyncio.Event().wait()  # nothing else wakes the loop
+
+    async def no_topic(clusters: dict[str, str]) -> None:
+        return None
+
+    monkeypatch.setattr(examples.demo_story, "story", story)
+    monkeypatch.setattr(examples.demo, "ensure_topic", no_topic)
+    monkeypatch.setattr(examples.demo.Demo, "start_clusters", lambda self, free: None)
+    monkeypatch.setattr(examples.demo.Demo, "start_mirror", lambda self, dc, config: None)
+    monkeypatch.setattr(examples.demo.Demo, "stop_everything", lambda self: None)
+
+    def ctrl_c_to_this_thread() -> None:
+        if in_step.wait(30):
+            signal.pthread_kill(threading.get_ident(), signal.SIGINT)
+
+    killer = threading.Thread(target=ctrl_c_to_this_thread, daemon=True)
+    killer.start()
+    code = examples.demo.main(["--home", str(tmp_path / "dev"), "--out", str(tmp_path / "out")])
+    killer.join(5)
+    out = capsys.readouterr().out
+    assert code == 130, out
+    assert "interrupted: stopping what the demo started" in out, out
