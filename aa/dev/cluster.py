@@ -45,6 +45,7 @@ from aa.dev.layout import DEFAULT_DCS as DEFAULT_DCS
 from aa.dev.layout import DEFAULT_HEAP as DEFAULT_HEAP
 from aa.dev.layout import DEFAULT_PORT_STEP as DEFAULT_PORT_STEP
 from aa.dev.layout import LEGACY_KAFKA_VERSION as LEGACY_KAFKA_VERSION
+from aa.dev.layout import START_TIMEOUT_S as START_TIMEOUT_S
 from aa.dev.layout import STATE_FILE as STATE_FILE
 from aa.dev.layout import ClusterStatus as ClusterStatus
 from aa.dev.layout import DevCluster as DevCluster
@@ -56,10 +57,6 @@ from aa.errors import DevClusterError
 from aa.logs import get_logger, quiet_client_logs
 
 log = get_logger("aa.dev")
-
-# How long `up` waits for a started broker to answer. A quiet machine takes ~5 s; three
-# brokers starting on a loaded 2-core machine took over 90 s (one still in RECOVERY).
-START_TIMEOUT_S = 300.0
 
 
 def pid_of(c: DevCluster) -> int | None:

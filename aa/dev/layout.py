@@ -19,6 +19,9 @@ DEFAULT_DCS = ("SF", "NYC", "LON")
 DEFAULT_BASE_PORT = 19092
 DEFAULT_PORT_STEP = 10000
 DEFAULT_HEAP = "512m"
+START_TIMEOUT_S = 300.0
+"""How long ``up`` waits for a started broker to answer: a quiet machine takes ~5 s; three
+brokers starting on a loaded 2-core machine took over 90 s (one still in RECOVERY)."""
 STATE_FILE = "clusters.json"
 LEGACY_KAFKA_VERSION = "3.9.2"
 """What a ``clusters.json`` without versions was started with (aa's default before 4.x)."""
