@@ -53,7 +53,8 @@ def _aa(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
         [sys.executable, "-m", "aa.cli.main", "dev", "--home", str(home), *args],
         capture_output=True,
         text=True,
-        timeout=180,
+        # above `aa dev up`'s own bound, so that a slow start fails with its own message
+        timeout=cluster.START_TIMEOUT_S + 120,
         check=False,
     )
 
@@ -61,17 +62,21 @@ def _aa(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
 def test_dev_up_status_down_cli(tmp_path: Path) -> None:
     port = _free_port()
     version = artifacts.kafka_version()
-    up = _aa(tmp_path, "up", "--dcs", "EDGE", "--base-port", str(port), "--kafka-version", version)
-    assert up.returncode == 0, up.stderr
-    assert f"EDGE     127.0.0.1:{port}" in up.stdout
-    assert f"kafka {version}" in up.stdout
-    assert "started" in up.stdout
-    [c] = cluster.load(tmp_path)
-    assert c.kafka_version == version
-    # The shipped log config (log4j2 on 4.x, log4j 1 on 3.x) writes the broker's own log.
-    assert "Kafka Server started" in (c.log_dir / "server.log").read_text()
-    first_pid = cluster.pid_of(c)
-    try:
+    first_pid = None
+    try:  # stopped whatever happens (a start past the test's bound left its broker running)
+        up = _aa(
+            tmp_path, "up", "--dcs", "EDGE", "--base-port", str(port), "--kafka-version", version
+        )
+        assert up.returncode == 0, up.stderr
+        assert f"EDGE     127.0.0.1:{port}" in up.stdout
+        assert f"kafka {version}" in up.stdout
+        assert "started" in up.stdout
+        [c] = cluster.load(tmp_path)
+        assert c.kafka_version == version
+        # The shipped log config (log4j2 on 4.x, log4j 1 on 3.x) writes the broker's own log.
+        assert "Kafka Server started" in (c.log_dir / "server.log").read_text()
+        first_pid = cluster.pid_of(c)
+
         again = _aa(tmp_path, "up", "--dcs", "EDGE", "--base-port", str(port))
         assert again.returncode == 0, again.stderr
         assert "already running" in again.stdout
