@@ -239,13 +239,12 @@ def up(
     try:
         with quiet_client_logs():
             asyncio.run(_wait_healthy(clusters, procs, timeout))
-    except DevClusterError as e:
-        stopped = stop_all(to_start)
-        raise DevClusterError(
-            f"{e}\nstopped the brokers this start launched: {', '.join(stopped) or 'none'}"
-        ) from None
-    except BaseException:
-        stop_all(to_start)
+    except BaseException as e:
+        stopped = ", ".join(stop_all(to_start)) or "none"
+        if isinstance(e, DevClusterError):
+            raise DevClusterError(
+                f"{e}\nstopped the brokers this start launched: {stopped}"
+            ) from None
         raise
     return [(c, c in to_start) for c in clusters]
 
