@@ -36,7 +36,7 @@ def aa_deployment(
     schemas: Mapping[str, Any] | None = None,
 ) -> Deployment:
     """``per_process``: one ``("--flow", "SF->NYC")`` or ``("--dc", "NYC")`` per process;
-    ``profile`` runs each under pyinstrument (text report in its log folder; slower)."""
+    ``profile`` runs each under pyinstrument (a ``profile.pyisession`` in its log folder; slower)."""
     run_dir.mkdir(parents=True, exist_ok=True)
     text = aa_topology(
         bootstraps, flows, topics, tuning, loop_prevention=loop_prevention, schemas=schemas
@@ -49,8 +49,8 @@ def aa_deployment(
         log_dir = run_dir / f"aa-{value.replace('->', '-')}{f'-{i}' if twin else ''}"
         args = ["--log-format", "json", "run", "--config", str(path), flag, value]
         if profile:
-            report = str(log_dir / "profile.txt")
-            argv = python_cmd("pyinstrument", ["-r", "text", "-o", report, "-m", module])
+            report = str(log_dir / "profile.pyisession")
+            argv = python_cmd("pyinstrument", ["-r", "pyisession", "-o", report, "-m", module])
             argv = (*argv, *args)
         else:
             argv = python_cmd(module, args)

@@ -93,7 +93,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--aa-profile",
         action="store_true",
-        help="run aa under pyinstrument (report in the work folder; figures then not comparable)",
+        help="run aa under pyinstrument (figures then not comparable): a profile.pyisession per "
+        "process in the work folder, read with `pyinstrument --load FILE --show '*aiokafka*'`",
     )
     p.add_argument(
         "--bootstrap",

@@ -11,11 +11,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from aa.cli.status_model import flow_metrics
+from prometheus_client.metrics_core import Metric
+
+from aa.cli.status_model import families_by_flow
 from aa.logs import get_logger
 from aa.observe.metrics import Metrics
 
@@ -91,7 +93,7 @@ def catch_up_task(
 
     async def run(stop: asyncio.Event) -> None:
         while not stop.is_set():
-            page = flow_metrics(metrics.render().decode(), heartbeats)
+            page = families_by_flow(_families(metrics), heartbeats)
             for e in tracker.sample(time.monotonic(), page, wall=time.time()):
                 name = e.pop("event")
                 log.info(name, **e)
@@ -99,3 +101,10 @@ def catch_up_task(
                 await asyncio.wait_for(stop.wait(), interval_s)
 
     return run
+
+
+def _families(metrics: Metrics) -> Iterator[Metric]:
+    """The families a sample reads, straight from the process's own collectors: rendering the
+    whole `/metrics` page and parsing it back for them was ~5% of a W3 process's CPU."""
+    for collector in (metrics.records, metrics.committed_lag, metrics.lag_read_at):
+        yield from collector.collect()

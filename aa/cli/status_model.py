@@ -5,10 +5,11 @@ heartbeats each DC received, and (when a DC's `aa run` is reachable) its `/healt
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from prometheus_client.metrics_core import Metric
 from prometheus_client.parser import text_string_to_metric_families
 
 from aa.config import Topology
@@ -109,7 +110,15 @@ def histogram_quantile(q: float, buckets: list[tuple[float, float]]) -> float | 
 def flow_metrics(
     text: str, heartbeats: Callable[[str], bool] | None = None
 ) -> dict[str, dict[str, float]]:
-    """Per flow (``source->target``) from a `/metrics` page: ``records``, ``lag_records``,
+    """:func:`families_by_flow` of a `/metrics` page (another process's)."""
+    return families_by_flow(text_string_to_metric_families(text), heartbeats)
+
+
+def families_by_flow(
+    families: Iterable[Metric], heartbeats: Callable[[str], bool] | None = None
+) -> dict[str, dict[str, float]]:
+    """Per flow (``source->target``) from metric families (a parsed `/metrics` page, or a
+    registry's ``collect()`` in the process itself): ``records``, ``lag_records``,
     ``lag_seconds``, ``latency_p50_s``, ``latency_p99_s``, ``restarts``, ``errors``,
     ``dead_lettered``; and per ``local<-remote`` heartbeat ``heartbeat_age_s``. Series of a
     topic ``heartbeats`` names (:func:`aa.lag.holds_heartbeats`) are left out: records and lag
@@ -137,7 +146,7 @@ def flow_metrics(
         "aa_heartbeat_age_seconds": "heartbeat_age_s",
         "aa_heartbeat_latency_seconds": "heartbeat_latency_s",
     }
-    for family in text_string_to_metric_families(text):
+    for family in families:
         for s in family.samples:
             d = slot(s.labels)
             if d is None or (heartbeats and heartbeats(s.labels.get("topic", ""))):

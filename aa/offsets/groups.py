@@ -86,17 +86,21 @@ async def list_groups(client: Mapping[str, Any]) -> list[str]:
         await admin.close()
 
 
-async def group_offsets(client: Mapping[str, Any], group: str) -> dict[TopicPartition, int]:
-    """The group's committed offsets (``{}`` when it has none)."""
-    admin = AIOKafkaAdminClient(**client)
-    await started(admin)
-    try:
+async def group_offsets(
+    client: Mapping[str, Any], group: str, admin: AIOKafkaAdminClient | None = None
+) -> dict[TopicPartition, int]:
+    """The group's committed offsets (``{}`` when it has none); through ``admin`` when given
+    (a started client of that cluster, kept open by the caller)."""
+    if admin is not None:
         raw = await _with_coordinator(
             client, admin, lambda: admin.list_consumer_group_offsets(group)
         )
+        return {tp: m.offset for tp, m in raw.items() if m.offset >= 0}
+    own = await started(AIOKafkaAdminClient(**client))
+    try:
+        return await group_offsets(client, group, own)
     finally:
-        await admin.close()
-    return {tp: m.offset for tp, m in raw.items() if m.offset >= 0}
+        await own.close()
 
 
 async def group_state(client: Mapping[str, Any], group: str) -> GroupState:

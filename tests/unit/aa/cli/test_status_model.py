@@ -8,11 +8,13 @@ from pathlib import Path
 import orjson
 import pytest
 
+from aa.cli import catchup
 from aa.cli.catchup import CatchUp
 from aa.cli.status_model import (
     FlowStatus,
     ProcessSnapshot,
     build,
+    families_by_flow,
     flow_metrics,
     histogram_quantile,
     problems,
@@ -53,6 +55,26 @@ def test_flow_metrics_reads_aa_s_own_registry() -> None:
     assert got["restarts"] == 1
     assert got["heartbeat_age_s"] == 1.5
     assert 0.01 < got["latency_p50_s"] <= 0.025
+
+
+def test_catch_up_reads_from_its_own_collectors_what_the_page_says() -> None:
+    m = Metrics()
+    m.records.labels(source="SF", target="NYC", topic="t").inc(7)
+    m.records.labels(source="SF", target="NYC", topic="hb").inc(3)
+    m.records.labels(source="LON", target="NYC", topic="t").inc(2)
+    m.committed_lag.labels(source="SF", target="NYC", topic="t", partition="0").set(3)
+    m.committed_lag.labels(source="SF", target="NYC", topic="t", partition="1").set(4)
+    m.lag_read_at.labels(source="SF", target="NYC").set(1_700_000_000.5)
+    m.lag_seconds.labels(source="SF", target="NYC", topic="t", partition="0").set(2.5)
+
+    def heartbeats(topic: str) -> bool:
+        return topic == "hb"
+
+    page = flow_metrics(m.render().decode(), heartbeats)
+    own = families_by_flow(catchup._families(m), heartbeats)
+    wanted = ("records", "lag_records", "lag_read_at")
+    assert own == {f: {k: v for k, v in d.items() if k in wanted} for f, d in page.items() if d}
+    assert own["SF->NYC"] == {"records": 7, "lag_records": 7, "lag_read_at": 1_700_000_000.5}
 
 
 def test_one_screen_per_dc_joins_kafka_and_process_views(tmp_path: Path) -> None:
