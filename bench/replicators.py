@@ -36,7 +36,7 @@ def aa_deployment(
     schemas: Mapping[str, Any] | None = None,
 ) -> Deployment:
     """``per_process``: one ``("--flow", "SF->NYC")`` or ``("--dc", "NYC")`` per process;
-    ``profile`` runs each under pyinstrument (a ``profile.pyisession`` in its log folder; slower)."""
+    ``profile`` runs each under pyinstrument (``profile.pyisession`` in its log folder)."""
     run_dir.mkdir(parents=True, exist_ok=True)
     text = aa_topology(
         bootstraps, flows, topics, tuning, loop_prevention=loop_prevention, schemas=schemas

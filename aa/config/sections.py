@@ -140,7 +140,9 @@ class Tuning:
     reload applies a new value at once, without restarting the flow; `aa limit` overrides it
     live (docs/operations.md, rate limits)"""
     commit_interval_s: float = setting(1.0, Number())
-    """at most this long between source-offset commits"""
+    """how often settled source offsets are committed while copying (an idle flow's last ones
+    within this long after they settled; always at a rebalance and at stop); exactly-once: how
+    often a transaction commits"""
     request_timeout_ms: int = setting(30_000, Integer(lo=1000))
     """client request timeout"""
 

@@ -47,6 +47,9 @@ class Committer:
         self.task: asyncio.Task[None] | None = None
         """The running :meth:`loop` (set by the flow), watched by :meth:`drain`."""
         self._waiting: asyncio.Timeout | None = None
+        self._last_commit = time.monotonic()
+        """When :meth:`commit` last ran: the next one while copying waits ``commit_interval_s``
+        after it (a commit per batch was ~5% of a mesh flow's CPU at 5,000 records/s)."""
         """The loop's wait for its next batch, cut short when an offset sync fails."""
         if ctx.clients.syncs is not None:
             ctx.clients.syncs.on_failure = self._sync_failed
@@ -80,16 +83,21 @@ class Committer:
             await self.in_flight.release(held)
 
     async def loop(self) -> None:
-        """Settle and commit until the ``None`` that ends the queue; while it waits, write
-        the offset-sync runs that fall due (the tail of a run, copied while the flow idles)."""
-        last = time.monotonic()
+        """Settle and commit until the ``None`` that ends the queue: ready offsets are
+        committed at most once per ``commit_interval_s``, and at the latest that long after
+        the last batch settled (an idle flow's commit waits for no batch). While it waits, it
+        writes the offset-sync runs that fall due (the tail of a run, copied while the flow
+        idles)."""
+        self._last_commit = time.monotonic()
         while True:
             syncs_failed(self.ctx)  # an idle flow stops too: no batch may come to settle
             try:
-                async with asyncio.timeout(self._until_syncs_due()) as self._waiting:
+                async with asyncio.timeout(self._until_due()) as self._waiting:
                     pending = await self.queue.get()
             except TimeoutError:
                 await self._flush_syncs(due_only=True)
+                if self.ready and self._commit_due():
+                    await self.commit(final=False)
                 continue
             finally:
                 self._waiting = None
@@ -105,10 +113,8 @@ class Committer:
                 await self.in_flight.release(pending.held_bytes)
                 self.ready.update(pending.offsets)
                 self.settled.update(pending.offsets)
-                now = time.monotonic()
-                if self.queue.empty() or now - last >= self.ctx.settings.commit_interval_s:
+                if self._commit_due():
                     await self.commit(final=False)
-                    last = now
             finally:
                 self.queue.task_done()
 
@@ -133,13 +139,20 @@ class Committer:
         if self._waiting is not None:
             self._waiting.reschedule(asyncio.get_running_loop().time())
 
-    def _until_syncs_due(self) -> float | None:
-        """Seconds until an open offset-sync run falls due (``None``: none is unwritten)."""
+    def _commit_due(self) -> bool:
+        return time.monotonic() - self._last_commit >= self.ctx.settings.commit_interval_s
+
+    def _until_due(self) -> float | None:
+        """Seconds until an open offset-sync run or the commit of ready offsets falls due
+        (``None``: nothing is waiting)."""
+        waits = []
+        if self.ready:
+            waits.append(self._last_commit + self.ctx.settings.commit_interval_s - time.monotonic())
         syncs = self.ctx.clients.syncs
         due = syncs.next_due() if syncs is not None else None
-        if syncs is None or due is None:
-            return None
-        return max(0.0, due - syncs.clock())
+        if syncs is not None and due is not None:
+            waits.append(due - syncs.clock())
+        return max(0.0, min(waits)) if waits else None
 
     async def _flush_syncs(self, *, due_only: bool) -> None:
         if self.ctx.clients.syncs is not None:
@@ -152,6 +165,7 @@ class Committer:
         per partition per interval, never one per commit), then hand the ready offsets to the
         delivery. Syncs behind the commit make translation behind, never ahead."""
         await self._flush_syncs(due_only=not final)
+        self._last_commit = time.monotonic()
         ready, self.ready = self.ready, {}
         if not await self.ctx.delivery.commit(ready, final=final):
             self.ready = {**ready, **self.ready}  # kept for a later commit

@@ -33,6 +33,7 @@ from aa.mirror.settle import Settler
 from aa.mirror.target import Target, partition_for
 from aa.observe.metrics import Metrics
 from aa.protocols import Malformed, Route, Skip
+from tests.helpers.kafka import eventually
 from tests.helpers.mirror import stage_context
 
 pytestmark = pytest.mark.unit
@@ -336,7 +337,7 @@ class Delivery:
 
 
 def committer(delivery: Delivery, **kw: Any) -> tuple[Committer, Settler]:
-    s = settings(commit_interval_s=3600, **kw)
+    s = settings(**{"commit_interval_s": 3600, **kw})
     target = FakeTarget()
     ctx = stage_context(s, Router(), delivery=delivery)
     settler = Settler(ctx, target)  # type: ignore[arg-type]
@@ -369,6 +370,27 @@ async def test_offsets_are_committed_only_after_their_batch_settled_in_order() -
     committed = {tp: o for offsets, _ in delivery.commits for tp, o in offsets.items()}
     assert committed == {TP0: 20, TP1: 5}
     assert delivery.commits[-1][1] is True  # the end of the queue commits final
+
+
+async def test_a_trickle_of_batches_is_committed_once_per_interval_and_at_rest_within_it() -> None:
+    """Each batch below leaves the queue empty (a flow keeping up with its source): committing
+    after every such batch was a commit request per fetch. Now one commit per interval, and
+    the last offsets at rest within the interval, with no batch after them."""
+    delivery = Delivery()
+    c, _ = committer(delivery, commit_interval_s=0.5)
+    loop = asyncio.create_task(c.loop())
+    for i in range(1, 6):
+        p = Pending(offsets={TP0: 10 * i})
+        p.sends.append(sent(None))
+        await c.queue.put(p)
+        await c.queue.join()
+        await asyncio.sleep(0.01)
+    assert delivery.commits == [], "no commit before the interval is over"
+    await eventually(lambda: delivery.commits, timeout=5, message="a commit at rest")
+    assert delivery.commits == [({TP0: 50}, False)], "one commit, of the last offsets, at rest"
+    await c.queue.put(None)
+    await asyncio.wait_for(loop, 5)
+    assert delivery.commits[1:] == [({}, True)]
 
 
 async def test_a_failed_batch_stops_the_loop_and_nothing_past_it_is_committed() -> None:
