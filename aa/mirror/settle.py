@@ -29,6 +29,9 @@ class Settler:
         """Settled copies not counted yet (exactly-once: until their transaction commits),
         without their records (:class:`Copies`)."""
         self.copied_total = 0
+        self._counters: dict[TopicPartition, tuple[Any, Any, Any, Any]] = {}
+        """Per source partition, its four labelled counters: looking a child up by its labels
+        costs ~2.5 µs, four per partition of every settled batch (~4% of a W3 flow's CPU)."""
 
     async def settle(self, pending: Pending) -> None:
         """Wait for every send of ``pending``; raises :class:`FlowError` when the flow must
@@ -74,11 +77,20 @@ class Settler:
             for tp, n in copies.copied.items():
                 if n:
                     nbytes = copies.bytes[tp]
-                    topic, part = tp.topic, str(tp.partition)
-                    m.records.labels(**labels, topic=topic).inc(n)
-                    m.bytes.labels(**labels, topic=topic).inc(nbytes)
-                    m.partition_records.labels(**labels, topic=topic, partition=part).inc(n)
-                    m.partition_bytes.labels(**labels, topic=topic, partition=part).inc(nbytes)
+                    counters = self._counters.get(tp)
+                    if counters is None:
+                        topic, part = tp.topic, str(tp.partition)
+                        counters = self._counters[tp] = (
+                            m.records.labels(**labels, topic=topic),
+                            m.bytes.labels(**labels, topic=topic),
+                            m.partition_records.labels(**labels, topic=topic, partition=part),
+                            m.partition_bytes.labels(**labels, topic=topic, partition=part),
+                        )
+                    records, size, partition_records, partition_bytes = counters
+                    records.inc(n)
+                    size.inc(nbytes)
+                    partition_records.inc(n)
+                    partition_bytes.inc(nbytes)
                     self.copied_total += n
         self._uncounted.clear()
 
