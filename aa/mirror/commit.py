@@ -24,6 +24,9 @@ from aa.mirror.restamp import fetched_bytes
 from aa.mirror.settle import Settler, syncs_failed
 from aa.mirror.target import Target
 
+COMMIT_ON_FAILURE_S = 10.0
+"""How long a run that fails while settling tries to commit what it settled before."""
+
 
 class Committer:
     """Owns the bounded queue between the route and commit stages (the flow's backpressure)
@@ -108,7 +111,12 @@ class Committer:
                 try:
                     await self.target.patiently(self.settler.settle(pending), "copies")
                 except TopicsFailed as failed:
-                    await self._commit_others(pending, failed)
+                    topics = {tp.topic for tp in failed.refusals}
+                    settled = {tp: o for tp, o in pending.offsets.items() if tp.topic not in topics}
+                    await self._commit_before_failing(settled, syncs=True)
+                    raise
+                except FlowError:
+                    await self._commit_before_failing({}, syncs=False)
                     raise
                 await self.in_flight.release(pending.held_bytes)
                 self.ready.update(pending.offsets)
@@ -118,20 +126,31 @@ class Committer:
             finally:
                 self.queue.task_done()
 
-    async def _commit_others(self, pending: Pending, failed: TopicsFailed) -> None:
-        """Before the run ends for topics the target refused (:class:`TopicsFailed`): at least
-        once, commit what was settled of the other topics, so that the next run does not copy
-        it again (exactly-once: the transaction aborts; the next run resumes from its last
-        commit). Nothing of the failed topics' batch is committed; a commit that fails now is
-        only logged: the topics' failure is what ends the run."""
+    async def _commit_before_failing(
+        self, settled: dict[TopicPartition, int], *, syncs: bool
+    ) -> None:
+        """Before the run ends on an error while settling (a refused batch, topics the target
+        refused for good): at least once, commit what was settled before it (and ``settled``,
+        the other topics' part of the failed batch), so the next run does not copy it again
+        — with commits once per interval, up to an interval's worth at rest. Exactly-once: the
+        transaction aborts and the next run resumes from its last commit. The offset syncs
+        first only when the target answers (``syncs``: it refused topics, it is not what
+        failed); a commit ahead of them makes translation behind, never ahead. Each step is
+        bounded by :data:`COMMIT_ON_FAILURE_S`; one that fails is only logged: the error is
+        what ends the run."""
         if self.ctx.delivery.transactional:
             return
-        topics = {tp.topic for tp in failed.refusals}
-        self.ready.update({tp: o for tp, o in pending.offsets.items() if tp.topic not in topics})
+        ready, self.ready = {**self.ready, **settled}, {}
+        if not ready:
+            return
         try:
-            await self.commit(final=True)
-        except (KafkaError, FlowError) as exc:
-            self.ctx.clients.log.warning("commit_before_topic_failed", error=repr(exc))
+            if syncs:
+                async with asyncio.timeout(COMMIT_ON_FAILURE_S):
+                    await self._flush_syncs(due_only=False)
+            async with asyncio.timeout(COMMIT_ON_FAILURE_S):
+                await self.ctx.delivery.commit(ready, final=True)
+        except (KafkaError, FlowError, TimeoutError) as exc:
+            self.ctx.clients.log.warning("commit_before_failure_failed", error=repr(exc))
 
     def _sync_failed(self) -> None:
         """An offset sync failed: end the loop's wait, so the failure stops the flow even when

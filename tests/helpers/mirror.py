@@ -24,7 +24,7 @@ from aa.mirror.settings import FlowSettings
 from aa.mirror.supervisor import Backoff, Supervisor, dump_tasks
 from aa.observe.metrics import Metrics
 from aa.protocols import Malformed, Route, Skip
-from tests.helpers.kafka import Rec, consume_all, create_topic, produce
+from tests.helpers.kafka import Rec, consume_all, create_topic, eventually, produce
 
 
 def sf_to_nyc(
@@ -166,6 +166,18 @@ async def committed(
         return {p: await consumer.committed(TopicPartition(topic, p)) for p in range(partitions)}
     finally:
         await consumer.stop()
+
+
+async def until_committed(
+    bootstrap: str, group: str, topic: str, want: dict[int, int | None], timeout: float = 60
+) -> None:
+    """Poll until the group's committed offsets of ``topic`` are ``want`` (an at-least-once
+    flow commits within ``commit_interval_s`` of settling, not at once)."""
+
+    async def there() -> bool:
+        return await committed(bootstrap, group, topic, len(want)) == want
+
+    await eventually(there, timeout=timeout, message=f"{topic} committed at {want}")
 
 
 @dataclass(frozen=True)

@@ -57,7 +57,9 @@ async def test_two_dcs_that_reach_the_same_cluster_are_refused_at_start_naming_b
         tmp_path / "t.yaml", {"SF": sf, "NYC": nyc, "LON": sf}, flows=["SF->NYC", "LON->NYC"]
     )
     args = ("run", "--config", str(config), "--dc", "NYC", "--metrics-port", "0")
-    result = await aa_cli(*args, timeout=60)
+    # the CLI's usual hang guard, not 60 s: loaded (two suites, load ~200) the refusal took
+    # longer than that to start Python and ask both clusters
+    result = await aa_cli(*args)
     assert result.code != 0, result.out
     message = result.err + result.out
     assert "datacenters.LON and datacenters.SF reach the same Kafka cluster" in message, message

@@ -409,6 +409,23 @@ async def test_a_failed_batch_stops_the_loop_and_nothing_past_it_is_committed() 
     assert c.ready in ({}, {TP0: 10})  # settled, or committed already: never 20 or 30
 
 
+async def test_a_batch_refused_while_settling_commits_the_batches_settled_before_it() -> None:
+    """The run ends on the refused batch and the next run resumes from the commit: what was
+    settled before it, not yet committed (commits once per interval), is committed first so
+    that it is not copied again; nothing of the refused batch or after it."""
+    delivery = Delivery()
+    c, _ = committer(delivery)
+    ok, more, bad = Pending(offsets={TP0: 10}), Pending(offsets={TP1: 4}), Pending({TP0: 20})
+    ok.sends.append(sent(None))
+    more.sends.append(sent(None))
+    bad.sends.append(sent(KafkaConnectionError("target gone")))
+    for p in (ok, more, bad):
+        c.queue.put_nowait(p)
+    with pytest.raises(FlowError, match="target gone"):
+        await asyncio.wait_for(c.loop(), 5)
+    assert delivery.commits == [({TP0: 10, TP1: 4}, True)]
+
+
 async def test_exactly_once_keeps_ready_offsets_until_the_final_commit_and_counts_then() -> None:
     delivery = Delivery(transactional=True)
     c, settler = committer(delivery)
