@@ -50,10 +50,10 @@ class Committer:
         self.task: asyncio.Task[None] | None = None
         """The running :meth:`loop` (set by the flow), watched by :meth:`drain`."""
         self._waiting: asyncio.Timeout | None = None
+        """The loop's wait for its next batch, cut short when an offset sync fails."""
         self._last_commit = time.monotonic()
         """When :meth:`commit` last ran: the next one while copying waits ``commit_interval_s``
         after it (a commit per batch was ~5% of a mesh flow's CPU at 5,000 records/s)."""
-        """The loop's wait for its next batch, cut short when an offset sync fails."""
         if ctx.clients.syncs is not None:
             ctx.clients.syncs.on_failure = self._sync_failed
 
